@@ -1,0 +1,119 @@
+// C API: streams and host callbacks.
+#include <algorithm>
+
+#include "device.h"
+#include "event.h"
+
+using namespace maia::driver;
+
+namespace maia::driver {
+Status destroyStream(maiaStream_t handle);  // stream.cpp
+}
+
+namespace {
+
+class HostFuncCommand final : public Command {
+ public:
+  HostFuncCommand(maiaHostFn_t fn, void* user_data) : fn_(fn), user_data_(user_data) {}
+  void runChunk(int64_t) override { fn_(user_data_); }
+  std::string describe() const override { return "host function"; }
+
+ private:
+  maiaHostFn_t fn_;
+  void* user_data_;
+};
+
+}  // namespace
+
+extern "C" {
+
+maiaError_t maiaStreamCreate(maiaStream_t* out_stream, int priority) {
+  MAIA_CHECK_OUT(out_stream);
+  MAIA_API_ENTER();
+  Device* device = nullptr;
+  MAIA_RETURN_REPORT(currentDevice(&device));
+  int least = 0, greatest = 0;
+  maiaDeviceGetStreamPriorityRange(&least, &greatest);
+  priority = std::clamp(priority, greatest, least);
+  std::shared_ptr<Stream> stream;
+  MAIA_RETURN_REPORT(createStream(device, priority, /*is_default=*/false, &stream));
+  *out_stream = stream.get();
+  return maiaSuccess;
+}
+
+maiaError_t maiaStreamDestroy(maiaStream_t stream) {
+  MAIA_API_ENTER();
+  if (stream == nullptr)
+    return report(makeError(maiaErrorInvalidHandle,
+                            "maiaStreamDestroy(NULL): the default stream cannot be destroyed"));
+  return report(destroyStream(stream));
+}
+
+maiaError_t maiaStreamGetDefault(maiaStream_t* out_stream, int device) {
+  MAIA_CHECK_OUT(out_stream);
+  MAIA_API_ENTER();
+  Device* target = nullptr;
+  MAIA_RETURN_REPORT(deviceAt(device, &target));
+  *out_stream = target->defaultStream();
+  return maiaSuccess;
+}
+
+maiaError_t maiaStreamGetDevice(maiaStream_t stream, int* out_device) {
+  MAIA_CHECK_OUT(out_device);
+  MAIA_API_ENTER();
+  std::shared_ptr<Stream> target;
+  MAIA_RETURN_REPORT(resolveStream(stream, &target));
+  *out_device = target->device->index();
+  return maiaSuccess;
+}
+
+maiaError_t maiaStreamGetPriority(maiaStream_t stream, int* out_priority) {
+  MAIA_CHECK_OUT(out_priority);
+  MAIA_API_ENTER();
+  std::shared_ptr<Stream> target;
+  MAIA_RETURN_REPORT(resolveStream(stream, &target));
+  *out_priority = target->priority;
+  return maiaSuccess;
+}
+
+maiaError_t maiaStreamQuery(maiaStream_t stream) {
+  MAIA_API_ENTER();
+  std::shared_ptr<Stream> target;
+  MAIA_RETURN_REPORT(resolveStream(stream, &target));
+  MAIA_RETURN_REPORT(target->device->stickyError());
+  // Not-ready is an answer, not a failure: it does not become the last error.
+  return target->idle() ? maiaSuccess : maiaErrorNotReady;
+}
+
+maiaError_t maiaStreamSynchronize(maiaStream_t stream) {
+  MAIA_API_ENTER();
+  std::shared_ptr<Stream> target;
+  MAIA_RETURN_REPORT(resolveStream(stream, &target));
+  return report(synchronizeStream(target.get()));
+}
+
+maiaError_t maiaStreamWaitEvent(maiaStream_t stream, maiaEvent_t event) {
+  MAIA_API_ENTER();
+  std::shared_ptr<Stream> target;
+  MAIA_RETURN_REPORT(resolveStream(stream, &target));
+  std::shared_ptr<Event> marker;
+  MAIA_RETURN_REPORT(resolveEvent(event, &marker));
+  uint64_t generation = marker->recorded.load(std::memory_order_acquire);
+  if (generation == 0)
+    return report(makeError(maiaErrorEventNotRecorded, "maiaStreamWaitEvent: event ",
+                            static_cast<const void*>(event),
+                            " was never recorded, so there is nothing to wait for"));
+  return report(
+      enqueue(target.get(), std::make_unique<EventWaitCommand>(std::move(marker), generation)));
+}
+
+maiaError_t maiaLaunchHostFunc(maiaStream_t stream, maiaHostFn_t fn, void* user_data) {
+  MAIA_API_ENTER();
+  if (fn == nullptr)
+    return report(makeError(maiaErrorInvalidValue, "maiaLaunchHostFunc: fn is NULL"));
+  std::shared_ptr<Stream> target;
+  MAIA_RETURN_REPORT(resolveStream(stream, &target));
+  return report(enqueue(target.get(), std::make_unique<HostFuncCommand>(fn, user_data)));
+}
+
+}  // extern "C"

@@ -1,0 +1,62 @@
+// Command: one unit of work queued on a stream (a kernel launch, a copy, a
+// memset, an event record or wait, a host callback).
+//
+// A command is split into chunks that device cores claim and run in
+// parallel (a kernel's program ids, a copy's byte ranges). The stream's
+// next command starts only when every chunk of its head is done: this is
+// what makes a stream in-order.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+namespace maia::driver {
+
+class Device;
+
+class Command {
+ public:
+  explicit Command(int64_t chunks = 1) : total_chunks_(chunks) {}
+  virtual ~Command() = default;
+
+  Command(const Command&) = delete;
+  Command& operator=(const Command&) = delete;
+
+  /// False while the command must not start (an event wait not yet met).
+  virtual bool ready() const { return true; }
+  /// Runs chunk index in [0, totalChunks()). Must not throw.
+  virtual void runChunk(int64_t index) = 0;
+  /// Called once, after every chunk ran (or was skipped), before the
+  /// stream moves on.
+  virtual void finish() {}
+  /// Whether chunks are skipped on a faulted device. Event records still
+  /// complete so that nothing waits forever on a broken device.
+  virtual bool skippedOnFault() const { return true; }
+  /// Names the command in error messages.
+  virtual std::string describe() const = 0;
+
+  int64_t totalChunks() const { return total_chunks_; }
+
+  /// Claims the next chunk; returns an index >= totalChunks() when none is
+  /// left. Claiming never blocks.
+  int64_t claimChunk() { return next_chunk_.fetch_add(1, std::memory_order_relaxed); }
+  bool hasUnclaimedChunk() const {
+    return next_chunk_.load(std::memory_order_relaxed) < total_chunks_;
+  }
+  /// Marks one claimed chunk done; true for the caller that completed the
+  /// last one, which then owns finishing the command.
+  bool markChunkDone() {
+    return done_chunks_.fetch_add(1, std::memory_order_acq_rel) + 1 == total_chunks_;
+  }
+
+ protected:
+  void setTotalChunks(int64_t chunks) { total_chunks_ = chunks; }
+
+ private:
+  int64_t total_chunks_;
+  std::atomic<int64_t> next_chunk_{0};
+  std::atomic<int64_t> done_chunks_{0};
+};
+
+}  // namespace maia::driver

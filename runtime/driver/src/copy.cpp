@@ -1,0 +1,179 @@
+#include "copy.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "device.h"
+#include "host_memory.h"
+#include "scheduler.h"
+
+namespace maia::driver {
+namespace {
+
+// Copies below this size run as one chunk: splitting costs more than the
+// second core gains.
+constexpr size_t kMinBytesPerChunk = size_t{1} << 20;
+constexpr size_t kChunkAlignment = 4096;
+
+int64_t chunksFor(size_t bytes) {
+  size_t chunks = std::max<size_t>(1, bytes / kMinBytesPerChunk);
+  return static_cast<int64_t>(std::min<size_t>(chunks, scheduler().cores()));
+}
+
+/// Byte range of chunk index out of count, page-aligned so that two cores
+/// never write the same cache line.
+std::pair<size_t, size_t> chunkRange(size_t bytes, int64_t index, int64_t count) {
+  auto boundary = [&](int64_t i) {
+    if (i == count) return bytes;
+    size_t b = bytes / count * i;
+    return std::min(bytes, b / kChunkAlignment * kChunkAlignment);
+  };
+  return {boundary(index), boundary(index + 1)};
+}
+
+class CopyCommand final : public Command {
+ public:
+  CopyCommand(void* dst, const void* src, size_t bytes)
+      : Command(chunksFor(bytes)), dst_(static_cast<char*>(dst)),
+        src_(static_cast<const char*>(src)), bytes_(bytes) {}
+  void runChunk(int64_t index) override {
+    auto [begin, end] = chunkRange(bytes_, index, totalChunks());
+    std::memcpy(dst_ + begin, src_ + begin, end - begin);
+  }
+  std::string describe() const override {
+    return "copy of " + std::to_string(bytes_) + " bytes";
+  }
+
+ private:
+  char* dst_;
+  const char* src_;
+  size_t bytes_;
+};
+
+class MemsetCommand final : public Command {
+ public:
+  MemsetCommand(void* dst, int value, size_t bytes)
+      : Command(chunksFor(bytes)), dst_(static_cast<char*>(dst)), value_(value),
+        bytes_(bytes) {}
+  void runChunk(int64_t index) override {
+    auto [begin, end] = chunkRange(bytes_, index, totalChunks());
+    std::memset(dst_ + begin, value_, end - begin);
+  }
+  std::string describe() const override {
+    return "memset of " + std::to_string(bytes_) + " bytes";
+  }
+
+ private:
+  char* dst_;
+  int value_;
+  size_t bytes_;
+};
+
+/// One side of a copy, resolved to the address the driver uses.
+struct Endpoint {
+  Device* device = nullptr;  // null for host memory
+  void* address = nullptr;   // driver-side address (device alias, or host)
+  bool pageable = false;     // ordinary host memory
+};
+
+const char* kindName(maiaMemcpyKind kind) {
+  switch (kind) {
+    case maiaMemcpyHostToHost: return "maiaMemcpyHostToHost";
+    case maiaMemcpyHostToDevice: return "maiaMemcpyHostToDevice";
+    case maiaMemcpyDeviceToHost: return "maiaMemcpyDeviceToHost";
+    case maiaMemcpyDeviceToDevice: return "maiaMemcpyDeviceToDevice";
+    case maiaMemcpyDefault: return "maiaMemcpyDefault";
+  }
+  return "an unknown kind";
+}
+
+/// expect: 1 device, 0 host, -1 infer from the pointer.
+/// why_expected completes "..., but <why_expected>" in messages.
+Status resolveEndpoint(const void* p, size_t bytes, int expect, const char* role,
+                       const std::string& why_expected, Endpoint* out) {
+  if (p == nullptr)
+    return makeError(maiaErrorInvalidDevicePointer, "the ", role, " pointer is NULL");
+  Device* device = deviceOwning(p);
+  if (expect == 1 && device == nullptr)
+    return makeError(maiaErrorInvalidDevicePointer, "the ", role, " pointer ", p,
+                     " is not device memory, but ", why_expected);
+  if (expect == 0 && device != nullptr)
+    return makeError(maiaErrorInvalidDevicePointer, "the ", role, " pointer ", p,
+                     " is device memory of maia:", device->index(),
+                     ", but ", why_expected);
+  if (device != nullptr) {
+    uintptr_t base = 0;
+    size_t size = 0;
+    MAIA_RETURN_IF_ERROR(device->arena().findAllocation(p, bytes, role, &base, &size));
+    *out = Endpoint{device, device->arena().hostAlias(p), false};
+    return {};
+  }
+  uintptr_t base = 0;
+  size_t size = 0;
+  if (findPinned(p, &base, &size)) {
+    if (bytes > base + size - reinterpret_cast<uintptr_t>(p))
+      return makeError(maiaErrorInvalidValue, "the ", role, " overruns its pinned allocation: ",
+                       bytes, " bytes at ", p, " but only ",
+                       base + size - reinterpret_cast<uintptr_t>(p), " remain after it");
+    *out = Endpoint{nullptr, const_cast<void*>(p), false};
+    return {};
+  }
+  *out = Endpoint{nullptr, const_cast<void*>(p), true};
+  return {};
+}
+
+Status expectedSides(maiaMemcpyKind kind, int* dst_side, int* src_side) {
+  switch (kind) {
+    case maiaMemcpyHostToHost: *dst_side = 0; *src_side = 0; return {};
+    case maiaMemcpyHostToDevice: *dst_side = 1; *src_side = 0; return {};
+    case maiaMemcpyDeviceToHost: *dst_side = 0; *src_side = 1; return {};
+    case maiaMemcpyDeviceToDevice: *dst_side = 1; *src_side = 1; return {};
+    case maiaMemcpyDefault: *dst_side = -1; *src_side = -1; return {};
+  }
+  return makeError(maiaErrorInvalidValue, "unknown maiaMemcpyKind ", static_cast<int>(kind));
+}
+
+/// Queues cmd on stream, or on the default stream of device if stream is
+/// null; waits when synchronous.
+Status submit(std::unique_ptr<Command> cmd, Stream* stream, Device* device, bool synchronous) {
+  if (stream == nullptr) stream = device->defaultStream();
+  MAIA_RETURN_IF_ERROR(enqueue(stream, std::move(cmd)));
+  if (synchronous) return synchronizeStream(stream);
+  return {};
+}
+
+}  // namespace
+
+Status copyMemory(void* dst, const void* src, size_t bytes, maiaMemcpyKind kind,
+                  Stream* stream, bool synchronous) {
+  int dst_side = 0, src_side = 0;
+  MAIA_RETURN_IF_ERROR(expectedSides(kind, &dst_side, &src_side));
+  if (bytes == 0) return {};
+  Endpoint to, from;
+  std::string why = std::string("the copy kind is ") + kindName(kind);
+  MAIA_RETURN_IF_ERROR(resolveEndpoint(dst, bytes, dst_side, "destination", why, &to));
+  MAIA_RETURN_IF_ERROR(resolveEndpoint(src, bytes, src_side, "source", why, &from));
+  Device* device = to.device != nullptr ? to.device : from.device;
+  if (device == nullptr && stream == nullptr) {
+    // Host to host with no stream to order against.
+    std::memmove(to.address, from.address, bytes);
+    return {};
+  }
+  if (device == nullptr) device = stream->device;
+  // As on silicon, pageable host memory cannot be read or written by the
+  // device asynchronously: the copy completes before the call returns.
+  bool wait = synchronous || to.pageable || from.pageable;
+  return submit(std::make_unique<CopyCommand>(to.address, from.address, bytes), stream, device,
+                wait);
+}
+
+Status setMemory(void* device_ptr, int value, size_t bytes, Stream* stream, bool synchronous) {
+  if (bytes == 0) return {};
+  Endpoint target;
+  MAIA_RETURN_IF_ERROR(resolveEndpoint(device_ptr, bytes, 1, "memset destination",
+                                       "maiaMemset writes device memory only", &target));
+  return submit(std::make_unique<MemsetCommand>(target.address, value, bytes), stream,
+                target.device, synchronous);
+}
+
+}  // namespace maia::driver

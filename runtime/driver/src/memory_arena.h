@@ -1,0 +1,76 @@
+// MemoryArena: one device's memory, a separate address space.
+//
+// The memory is a sparse memfd mapped twice: a PROT_NONE view whose
+// addresses are the device pointers handed out (a host dereference faults,
+// as on silicon) and a read/write alias that only the driver touches. The
+// driver translates a device pointer to its alias with one subtraction.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <vector>
+
+#include "error.h"
+
+namespace maia::driver {
+
+class MemoryArena {
+ public:
+  /// Device pointers are aligned to this many bytes.
+  static constexpr size_t kAlignment = 256;
+
+  static Status create(int device, size_t capacity, std::unique_ptr<MemoryArena>* out);
+  ~MemoryArena();
+
+  MemoryArena(const MemoryArena&) = delete;
+  MemoryArena& operator=(const MemoryArena&) = delete;
+
+  Status allocate(size_t size, void** out_ptr);
+  Status free(void* ptr);
+
+  /// Whether p lies in this device's address space (live or not).
+  bool owns(const void* p) const {
+    auto a = reinterpret_cast<uintptr_t>(p);
+    return a >= device_base_ && a < device_base_ + capacity_;
+  }
+
+  /// The live allocation holding [p, p + bytes): fails with a message
+  /// naming the overrun, or the freed/foreign pointer. what names the
+  /// pointer's role in messages ("destination", "argument 2", ...).
+  Status findAllocation(const void* p, size_t bytes, const char* what, uintptr_t* out_base,
+                        size_t* out_size) const;
+
+  /// The driver-side alias of device address p (no checks).
+  void* hostAlias(const void* p) const {
+    return reinterpret_cast<void*>(host_base_ + (reinterpret_cast<uintptr_t>(p) - device_base_));
+  }
+
+  size_t capacity() const { return capacity_; }
+  size_t used() const;
+  int device() const { return device_; }
+
+ private:
+  MemoryArena() = default;
+  /// Pre-faults the alias pages of [offset, offset + size): first-touch
+  /// faults cost ~3 us per page in this VM, so pay them at allocation.
+  void populate(size_t offset, size_t size);
+
+  int device_ = 0;
+  int memfd_ = -1;
+  size_t capacity_ = 0;
+  uintptr_t device_base_ = 0;  // PROT_NONE view: the device address space
+  uintptr_t host_base_ = 0;    // read/write alias used by the driver
+
+  mutable std::mutex mutex_;
+  std::map<size_t, size_t> live_;        // offset -> requested size of live allocations
+  std::map<size_t, size_t> free_;        // offset -> size of free ranges
+  std::set<std::pair<size_t, size_t>> free_by_size_;  // (size, offset), best fit
+  std::vector<bool> populated_;          // per kPopulateChunk of the arena
+  size_t used_ = 0;                      // bytes reserved (sizes rounded up)
+};
+
+}  // namespace maia::driver

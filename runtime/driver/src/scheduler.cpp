@@ -1,0 +1,211 @@
+#include "scheduler.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "device.h"
+#include "fault.h"
+
+namespace maia::driver {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+inline void cpuRelax() { _mm_pause(); }
+
+// Only a waiting host helps with a thread of its own; spinning it checks the
+// clock every this many iterations (a clock read costs ~20 ns).
+constexpr int kSpinCheckInterval = 64;
+
+}  // namespace
+
+Scheduler::Scheduler(int cores, long spin_us) : cores_(cores), spin_us_(spin_us) {
+  active_.store(cores_);
+  workers_.reserve(cores_);
+  for (int i = 0; i < cores_; ++i) workers_.emplace_back([this] { workerLoop(); });
+}
+
+Scheduler::~Scheduler() { shutdown(); }
+
+void Scheduler::shutdown() {
+  if (stop_.exchange(true)) return;
+  worker_wake_.fetch_add(1);
+  worker_wake_.notify_all();
+  for (auto& worker : workers_) worker.join();
+  workers_.clear();
+}
+
+void Scheduler::addStream(Stream* stream) {
+  std::lock_guard<std::mutex> lock(streams_mutex_);
+  auto position = std::find_if(streams_.begin(), streams_.end(), [&](Stream* s) {
+    return s->priority > stream->priority;
+  });
+  streams_.insert(position, stream);
+}
+
+void Scheduler::removeStream(Stream* stream) {
+  std::lock_guard<std::mutex> lock(streams_mutex_);
+  streams_.erase(std::remove(streams_.begin(), streams_.end(), stream), streams_.end());
+}
+
+void Scheduler::notifyWork() {
+  pending_.fetch_add(1, std::memory_order_seq_cst);
+  epoch_.fetch_add(1, std::memory_order_seq_cst);
+  wakeWorkerIfNeeded();
+}
+
+void Scheduler::wakeWorkerIfNeeded() {
+  // Steady state has spinning or busy workers: no syscall here then.
+  if (parked_workers_.load(std::memory_order_seq_cst) > 0 &&
+      active_.load(std::memory_order_seq_cst) < cores_) {
+    worker_wake_.fetch_add(1, std::memory_order_seq_cst);
+    worker_wake_.notify_one();
+  }
+}
+
+bool Scheduler::claimChunk(Stream* prefer, Claim* out) {
+  auto tryStream = [&](Stream* stream) {
+    if (stream->idle()) return false;
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    if (stream->queue.empty()) return false;
+    Command* head = stream->queue.front();
+    if (!head->hasUnclaimedChunk() || !head->ready()) return false;
+    int64_t chunk = head->claimChunk();
+    if (chunk >= head->totalChunks()) return false;
+    *out = Claim{stream, head, chunk};
+    return true;
+  };
+  std::lock_guard<std::mutex> lock(streams_mutex_);
+  if (prefer != nullptr && tryStream(prefer)) return true;
+  size_t n = streams_.size();
+  if (n == 0) return false;
+  // Highest priority first; rotate the start among streams so that equal
+  // priorities share the cores.
+  size_t start = scan_start_++ % n;
+  int best_priority = streams_.front()->priority;
+  for (size_t pass = 0; pass < 2; ++pass) {
+    for (size_t k = 0; k < n; ++k) {
+      Stream* stream = streams_[(start + k) % n];
+      if ((pass == 0) != (stream->priority == best_priority)) continue;
+      if (tryStream(stream)) return true;
+    }
+  }
+  return false;
+}
+
+void Scheduler::runClaim(Claim claim) {
+  Command* command = claim.command;
+  Device* device = claim.stream->device;
+  int64_t chunk = claim.chunk;
+  while (true) {
+    if (!(device->faulted() && command->skippedOnFault())) {
+      std::string fault;
+      if (!runGuarded([&] { command->runChunk(chunk); }, &fault))
+        device->recordFault(command->describe() + ": " + fault);
+    }
+    // Claim the next chunk before marking this one done, so the command
+    // cannot be finished (and freed) under us.
+    int64_t next = command->claimChunk();
+    bool last = command->markChunkDone();
+    if (next < command->totalChunks()) {
+      chunk = next;
+      continue;
+    }
+    if (last) completeHead(claim.stream, command);
+    return;
+  }
+}
+
+void Scheduler::completeHead(Stream* stream, Command* command) {
+  command->finish();
+  {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    stream->queue.pop_front();
+  }
+  delete command;
+  stream->completed.fetch_add(1, std::memory_order_seq_cst);
+  pending_.fetch_sub(1, std::memory_order_seq_cst);
+  epoch_.fetch_add(1, std::memory_order_seq_cst);
+  if (parked_hosts_.load(std::memory_order_seq_cst) > 0) {
+    host_wake_.fetch_add(1, std::memory_order_seq_cst);
+    host_wake_.notify_all();
+  }
+}
+
+void Scheduler::workerLoop() {
+  installFaultHandlers();
+  Claim claim;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    if (claimChunk(nullptr, &claim)) {
+      runClaim(claim);
+      continue;
+    }
+    // Idle: spin while something may change, yield the core to a waiting
+    // host, park when the spin budget is spent.
+    uint64_t seen = epoch_.load(std::memory_order_seq_cst);
+    auto deadline = Clock::now() + std::chrono::microseconds(spin_us_);
+    bool park = false;
+    for (int i = 0;; ++i) {
+      if (epoch_.load(std::memory_order_relaxed) != seen || stop_.load(std::memory_order_relaxed))
+        break;
+      if (active_.load(std::memory_order_relaxed) > cores_) {
+        park = true;
+        break;
+      }
+      if (i % kSpinCheckInterval == 0 && Clock::now() >= deadline) {
+        park = true;
+        break;
+      }
+      cpuRelax();
+    }
+    if (!park) continue;
+
+    uint32_t ticket = worker_wake_.load(std::memory_order_seq_cst);
+    parked_workers_.fetch_add(1, std::memory_order_seq_cst);
+    active_.fetch_sub(1, std::memory_order_seq_cst);
+    // Re-check after announcing the park: an enqueue that saw no parked
+    // worker happened before, and its work is visible in pending_.
+    bool work_waiting = pending_.load(std::memory_order_seq_cst) > 0 &&
+                        active_.load(std::memory_order_seq_cst) < cores_ &&
+                        epoch_.load(std::memory_order_seq_cst) != seen;
+    if (!work_waiting && !stop_.load()) worker_wake_.wait(ticket, std::memory_order_seq_cst);
+    active_.fetch_add(1, std::memory_order_seq_cst);
+    parked_workers_.fetch_sub(1, std::memory_order_seq_cst);
+  }
+}
+
+void Scheduler::waitUntil(const std::function<bool()>& done, Stream* prefer) {
+  if (done()) return;
+  installFaultHandlers();
+  active_.fetch_add(1, std::memory_order_seq_cst);
+  Claim claim;
+  auto spin_deadline = Clock::now() + std::chrono::microseconds(std::max(spin_us_, 20L));
+  int spins = 0;
+  while (!done()) {
+    if (claimChunk(prefer, &claim)) {
+      runClaim(claim);
+      spin_deadline = Clock::now() + std::chrono::microseconds(std::max(spin_us_, 20L));
+      continue;
+    }
+    if (++spins % kSpinCheckInterval != 0 || Clock::now() < spin_deadline) {
+      cpuRelax();
+      continue;
+    }
+    // Nothing to run and the awaited work is running elsewhere for long:
+    // give the core back and sleep until a command completes.
+    uint32_t ticket = host_wake_.load(std::memory_order_seq_cst);
+    parked_hosts_.fetch_add(1, std::memory_order_seq_cst);
+    active_.fetch_sub(1, std::memory_order_seq_cst);
+    wakeWorkerIfNeeded();
+    if (!done()) host_wake_.wait(ticket, std::memory_order_seq_cst);
+    active_.fetch_add(1, std::memory_order_seq_cst);
+    parked_hosts_.fetch_sub(1, std::memory_order_seq_cst);
+    spin_deadline = Clock::now() + std::chrono::microseconds(std::max(spin_us_, 20L));
+  }
+  active_.fetch_sub(1, std::memory_order_seq_cst);
+  if (pending_.load(std::memory_order_seq_cst) > 0) wakeWorkerIfNeeded();
+}
+
+}  // namespace maia::driver

@@ -1,0 +1,85 @@
+#include "stream.h"
+
+#include "device.h"
+#include "handle_registry.h"
+#include "scheduler.h"
+
+namespace maia::driver {
+namespace {
+
+HandleRegistry<Stream>& registry() {
+  static auto* streams = new HandleRegistry<Stream>();  // outlives exit-time calls
+  return *streams;
+}
+
+}  // namespace
+
+Status resolveStream(maiaStream_t handle, std::shared_ptr<Stream>* out) {
+  if (handle == nullptr) {
+    Device* device = nullptr;
+    MAIA_RETURN_IF_ERROR(currentDevice(&device));
+    *out = device->defaultStreamRef();
+    return {};
+  }
+  std::shared_ptr<Stream> stream = registry().find(handle);
+  if (!stream)
+    return makeError(maiaErrorInvalidHandle, "stream ", static_cast<const void*>(handle),
+                     " is not a live stream (destroyed, or never created)");
+  *out = std::move(stream);
+  return {};
+}
+
+Status createStream(Device* device, int priority, bool is_default,
+                    std::shared_ptr<Stream>* out) {
+  auto stream = std::make_shared<Stream>(device, priority, is_default);
+  registry().add(stream);
+  device->addStream(stream);
+  scheduler().addStream(stream.get());
+  *out = std::move(stream);
+  return {};
+}
+
+Status destroyStream(maiaStream_t handle) {
+  std::shared_ptr<Stream> stream;
+  MAIA_RETURN_IF_ERROR(resolveStream(handle, &stream));
+  if (handle == nullptr || stream->is_default)
+    return makeError(maiaErrorInvalidHandle, "the default stream of maia:",
+                     stream->device->index(), " cannot be destroyed");
+  {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    uint64_t pending = stream->enqueued.load() - stream->completed.load();
+    if (pending != 0)
+      return makeError(maiaErrorStreamBusy, "cannot destroy stream ",
+                       static_cast<const void*>(handle), ": ", pending,
+                       " command(s) still pending; synchronize it first");
+    stream->destroyed = true;
+  }
+  registry().remove(handle);
+  stream->device->removeStream(stream.get());
+  scheduler().removeStream(stream.get());
+  return {};
+}
+
+Status enqueue(Stream* stream, std::unique_ptr<Command> cmd) {
+  MAIA_RETURN_IF_ERROR(stream->device->stickyError());
+  {
+    std::lock_guard<std::mutex> lock(stream->mutex);
+    if (stream->destroyed)
+      return makeError(maiaErrorInvalidHandle, "stream ", static_cast<const void*>(stream),
+                       " was destroyed");
+    stream->queue.push_back(cmd.release());
+    stream->enqueued.fetch_add(1, std::memory_order_seq_cst);
+  }
+  scheduler().notifyWork();
+  if (config().launch_blocking) return synchronizeStream(stream);
+  return {};
+}
+
+Status synchronizeStream(Stream* stream) {
+  uint64_t target = stream->enqueued.load(std::memory_order_acquire);
+  scheduler().waitUntil(
+      [&] { return stream->completed.load(std::memory_order_acquire) >= target; }, stream);
+  return stream->device->stickyError();
+}
+
+}  // namespace maia::driver

@@ -1,0 +1,64 @@
+// Helpers for writing MAIA kernels in C++ with the host compiler, following
+// the kernel ABI of DESIGN section 5 (the same ABI maia-compile emits):
+//   extern "C" void kernel(void* const* args, const maia_grid_t* grid);
+// args[i] points to an MLIR memref descriptor or to a scalar value.
+#pragma once
+
+#include <maia/runtime.h>
+
+#include <cstdint>
+
+namespace maia_kernel {
+
+/// The MLIR memref descriptor for rank R.
+template <typename T, int R>
+struct MemRef {
+  T* allocated;
+  T* aligned;
+  int64_t offset;
+  int64_t sizes[R];
+  int64_t strides[R];
+
+  T& at(int64_t i) const { return aligned[offset + i * strides[0]]; }
+  T& at(int64_t i, int64_t j) const {
+    return aligned[offset + i * strides[0] + j * strides[1]];
+  }
+};
+
+template <typename T, int R>
+const MemRef<T, R>& memref(void* const* args, int index) {
+  return *static_cast<const MemRef<T, R>*>(args[index]);
+}
+
+template <typename T>
+T scalar(void* const* args, int index) {
+  return *static_cast<const T*>(args[index]);
+}
+
+inline int64_t linearProgramId(const maia_grid_t* g) {
+  return g->program_id[0] +
+         g->num_programs[0] * (g->program_id[1] + g->num_programs[1] * g->program_id[2]);
+}
+
+inline int64_t numPrograms(const maia_grid_t* g) {
+  return g->num_programs[0] * g->num_programs[1] * g->num_programs[2];
+}
+
+/// The contiguous slice [begin, end) of n elements that this program owns.
+struct Slice {
+  int64_t begin, end;
+};
+inline Slice programSlice(const maia_grid_t* g, int64_t n) {
+  int64_t p = linearProgramId(g), count = numPrograms(g);
+  return {n * p / count, n * (p + 1) / count};
+}
+
+}  // namespace maia_kernel
+
+#define MAIA_KERNEL extern "C" __attribute__((visibility("default"))) void
+
+/// Embeds the binary's metadata JSON: exported as maia_metadata and placed
+/// in section .maia.meta, where the loader reads it before mapping code.
+#define MAIA_METADATA(json)                                              \
+  extern "C" __attribute__((visibility("default"), used,                 \
+                            section(".maia.meta"))) const char maia_metadata[] = json

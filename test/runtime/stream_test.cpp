@@ -1,0 +1,173 @@
+// Streams: order, asynchrony, default streams, priorities, destruction,
+// host functions, and MAIA_LAUNCH_BLOCKING mode.
+#include <thread>
+#include <vector>
+
+#include "test_util.h"
+
+using namespace maia_test;
+
+namespace {
+
+TEST(StreamTest, WorkOnAStreamRunsInOrder) {
+  const int64_t n = 777;
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, n * sizeof(int64_t)));
+  MAIA_ASSERT_OK(maiaMemset(d, 0, n * sizeof(int64_t)));
+  maiaStream_t stream;
+  MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
+  int64_t expected = 0;
+  for (int64_t step = 0; step < 200; ++step) {
+    int64_t mul = 1 + step % 3, add = step;
+    axpb(d, n, mul, add, stream, step % 10 == 0 ? 100'000 : 0, 1 + step % 5);
+    expected = expected * mul + add;
+  }
+  MAIA_ASSERT_OK(maiaStreamSynchronize(stream));
+  EXPECT_EQ(download(d, n), std::vector<int64_t>(n, expected));
+  MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+TEST(StreamTest, WorkIsAsynchronousToTheHost) {
+  maiaStream_t stream;
+  MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
+  MAIA_ASSERT_OK(maiaStreamQuery(stream));
+  Gate gate;
+  MAIA_ASSERT_OK(maiaLaunchHostFunc(stream, Gate::wait, &gate));
+  EXPECT_EQ(maiaStreamQuery(stream), maiaErrorNotReady);
+  EXPECT_EQ(maiaGetLastError(), maiaSuccess) << "not-ready is not an error";
+  gate.open = true;
+  MAIA_ASSERT_OK(maiaStreamSynchronize(stream));
+  MAIA_ASSERT_OK(maiaStreamQuery(stream));
+  MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+}
+
+void recordThread(void* out) { *static_cast<std::thread::id*>(out) = std::this_thread::get_id(); }
+
+TEST(StreamTest, WorkRunsOnDeviceCoresNotOnTheCallingThread) {
+  maiaStream_t stream;
+  MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
+  std::thread::id ran_on;
+  MAIA_ASSERT_OK(maiaLaunchHostFunc(stream, recordThread, &ran_on));
+  // Poll rather than synchronize: a synchronizing host may help run work.
+  while (maiaStreamQuery(stream) == maiaErrorNotReady) std::this_thread::yield();
+  EXPECT_NE(ran_on, std::this_thread::get_id());
+  EXPECT_NE(ran_on, std::thread::id());
+  MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+}
+
+TEST(StreamTest, EachDeviceHasADefaultStreamAndNullMeansTheCurrentOne) {
+  maiaStream_t s0, s1;
+  MAIA_ASSERT_OK(maiaStreamGetDefault(&s0, 0));
+  MAIA_ASSERT_OK(maiaStreamGetDefault(&s1, 1));
+  EXPECT_NE(s0, s1);
+  int device = -1;
+  MAIA_ASSERT_OK(maiaStreamGetDevice(s1, &device));
+  EXPECT_EQ(device, 1);
+  MAIA_ASSERT_OK(maiaSetDevice(1));
+  MAIA_ASSERT_OK(maiaStreamGetDevice(nullptr, &device));
+  EXPECT_EQ(device, 1);
+  maiaStream_t created;
+  MAIA_ASSERT_OK(maiaStreamCreate(&created, 0));
+  MAIA_ASSERT_OK(maiaStreamGetDevice(created, &device));
+  EXPECT_EQ(device, 1);
+  MAIA_ASSERT_OK(maiaStreamDestroy(created));
+  MAIA_ASSERT_OK(maiaSetDevice(0));
+  MAIA_EXPECT_ERROR(maiaStreamDestroy(s0), maiaErrorInvalidHandle, "cannot be destroyed");
+  MAIA_EXPECT_ERROR(maiaStreamDestroy(nullptr), maiaErrorInvalidHandle, "cannot be destroyed");
+}
+
+TEST(StreamTest, PrioritiesAreClampedToTheDeviceRange) {
+  int least = 0, greatest = 0;
+  MAIA_ASSERT_OK(maiaDeviceGetStreamPriorityRange(&least, &greatest));
+  maiaStream_t high, low;
+  MAIA_ASSERT_OK(maiaStreamCreate(&high, -100));
+  MAIA_ASSERT_OK(maiaStreamCreate(&low, 100));
+  int priority = 1;
+  MAIA_ASSERT_OK(maiaStreamGetPriority(high, &priority));
+  EXPECT_EQ(priority, greatest);
+  MAIA_ASSERT_OK(maiaStreamGetPriority(low, &priority));
+  EXPECT_EQ(priority, least);
+  MAIA_ASSERT_OK(maiaStreamDestroy(high));
+  MAIA_ASSERT_OK(maiaStreamDestroy(low));
+}
+
+TEST(StreamTest, DestroyingAStreamWithPendingWorkIsRefused) {
+  maiaStream_t stream;
+  MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
+  Gate gate;
+  MAIA_ASSERT_OK(maiaLaunchHostFunc(stream, Gate::wait, &gate));
+  MAIA_EXPECT_ERROR(maiaStreamDestroy(stream), maiaErrorStreamBusy,
+                    "1 command(s) still pending; synchronize it first");
+  // The stream is untouched and still usable.
+  Gate second;
+  second.open = true;
+  MAIA_ASSERT_OK(maiaLaunchHostFunc(stream, Gate::wait, &second));
+  gate.open = true;
+  MAIA_ASSERT_OK(maiaStreamSynchronize(stream));
+  MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+  MAIA_EXPECT_ERROR(maiaStreamSynchronize(stream), maiaErrorInvalidHandle, "not a live stream");
+  MAIA_EXPECT_ERROR(maiaStreamDestroy(stream), maiaErrorInvalidHandle, "not a live stream");
+}
+
+TEST(StreamTest, ForeignHandlesAreRejected) {
+  int not_a_stream = 0;
+  auto foreign = reinterpret_cast<maiaStream_t>(&not_a_stream);
+  MAIA_EXPECT_ERROR(maiaStreamQuery(foreign), maiaErrorInvalidHandle, "not a live stream");
+  MAIA_EXPECT_ERROR(maiaLaunchHostFunc(foreign, Gate::wait, nullptr), maiaErrorInvalidHandle,
+                    "not a live stream");
+  MAIA_EXPECT_ERROR(maiaLaunchHostFunc(nullptr, nullptr, nullptr), maiaErrorInvalidValue,
+                    "fn is NULL");
+  MAIA_EXPECT_ERROR(maiaStreamCreate(nullptr, 0), maiaErrorInvalidValue, "out_stream");
+}
+
+TEST(StreamTest, DeviceSynchronizeWaitsForEveryStreamOfTheDevice) {
+  const int64_t n = 64;
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, 4 * n * sizeof(int64_t)));
+  MAIA_ASSERT_OK(maiaMemset(d, 0, 4 * n * sizeof(int64_t)));
+  std::vector<maiaStream_t> streams(4);
+  for (int i = 0; i < 4; ++i) {
+    MAIA_ASSERT_OK(maiaStreamCreate(&streams[i], 0));
+    axpb(static_cast<int64_t*>(d) + i * n, n, 1, i + 1, streams[i], 2'000'000);
+  }
+  MAIA_ASSERT_OK(maiaDeviceSynchronize());
+  for (auto s : streams) EXPECT_EQ(maiaStreamQuery(s), maiaSuccess);
+  auto out = download(d, 4 * n);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i * n], i + 1);
+  for (auto s : streams) MAIA_ASSERT_OK(maiaStreamDestroy(s));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+void setFlag(void* flag) { static_cast<std::atomic<int>*>(flag)->store(1); }
+
+// Runs only with MAIA_LAUNCH_BLOCKING=1 (registered so by CMakeLists.txt).
+TEST(LaunchBlockingTest, EveryCallReturnsAfterItsWorkCompleted) {
+  maiaStream_t stream;
+  MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
+  std::atomic<int> flag{0};
+  MAIA_ASSERT_OK(maiaLaunchHostFunc(stream, setFlag, &flag));
+  EXPECT_EQ(flag.load(), 1);
+  const int64_t n = 100;
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, n * sizeof(int64_t)));
+  MAIA_ASSERT_OK(maiaMemsetAsync(d, 0, n * sizeof(int64_t), stream));
+  axpb(d, n, 1, 5, stream, 5'000'000);
+  EXPECT_EQ(maiaStreamQuery(stream), maiaSuccess);
+  EXPECT_EQ(download(d, n), std::vector<int64_t>(n, 5));
+  MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+TEST(LaunchBlockingTest, AKernelFaultIsReportedByTheLaunchItself) {
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, 64 * sizeof(int32_t)));
+  maiaKernelArg args[2] = {vectorArg(d, maiaDtypeI32, 64), scalarArg(maiaDtypeI64, int64_t{0})};
+  int64_t grid[3] = {8, 1, 1};
+  MAIA_EXPECT_ERROR(maiaLaunchKernel(basicKernel("trap_at"), grid, args, 2, nullptr),
+                    maiaErrorLaunchFailure, "kernel 'trap_at'");
+  MAIA_ASSERT_OK(maiaDeviceReset(0));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+}  // namespace
