@@ -21,6 +21,8 @@ TEST(StickyErrorTest, AKernelFaultSurfacesAtTheNextSynchronizeAndStaysUntilReset
   MAIA_ASSERT_OK(maiaMalloc(&data, 8 * sizeof(int64_t)));
   MAIA_ASSERT_OK(maiaMemset(data, 0, 8 * sizeof(int64_t)));
   axpb(data, 8, 1, 3, nullptr);
+  // Finish it first: once the device faults, work on every stream is skipped.
+  MAIA_ASSERT_OK(maiaDeviceSynchronize());
   maiaStream_t stream;
   MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
   launchTrap(flags, 3, stream);  // the launch itself is fine: it is queued

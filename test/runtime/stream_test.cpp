@@ -20,7 +20,7 @@ TEST(StreamTest, WorkOnAStreamRunsInOrder) {
   for (int64_t step = 0; step < 200; ++step) {
     int64_t mul = 1 + step % 3, add = step;
     axpb(d, n, mul, add, stream, step % 10 == 0 ? 100'000 : 0, 1 + step % 5);
-    expected = expected * mul + add;
+    expected = axpbValue(expected, mul, add);
   }
   MAIA_ASSERT_OK(maiaStreamSynchronize(stream));
   EXPECT_EQ(download(d, n), std::vector<int64_t>(n, expected));
@@ -29,6 +29,7 @@ TEST(StreamTest, WorkOnAStreamRunsInOrder) {
 }
 
 TEST(StreamTest, WorkIsAsynchronousToTheHost) {
+  maiaGetLastError();  // start from a clean last error
   maiaStream_t stream;
   MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
   MAIA_ASSERT_OK(maiaStreamQuery(stream));

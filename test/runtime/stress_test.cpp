@@ -40,7 +40,7 @@ TEST(StressTest, ManyThreadsStreamsAndEventsOnBothDevices) {
           return fail();
         int64_t mul = 1 + static_cast<int64_t>(rng() % 3), add = static_cast<int64_t>(rng() % 7);
         axpb(data, n, mul, add, streams[s], round % 7 == 0 ? 200'000 : 0, 1 + round % 4);
-        expected = expected * mul + add;
+        expected = axpbValue(expected, mul, add);
         if (maiaEventRecord(events[s], streams[s]) != maiaSuccess) return fail();
         previous = s;
       }

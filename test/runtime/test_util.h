@@ -55,6 +55,12 @@ maiaKernel_t basicKernel(const char* name);
 void axpb(void* data, int64_t n, int64_t mul, int64_t add, maiaStream_t stream,
           int64_t spin_ns = 0, int64_t programs = 4);
 
+/// What axpb computes for one element: wrapping value * mul + add.
+inline int64_t axpbValue(int64_t value, int64_t mul, int64_t add) {
+  return static_cast<int64_t>(static_cast<uint64_t>(value) * static_cast<uint64_t>(mul) +
+                              static_cast<uint64_t>(add));
+}
+
 /// Copies n int64 elements from device pointer d to the host (synchronous).
 std::vector<int64_t> download(void* d, int64_t n);
 

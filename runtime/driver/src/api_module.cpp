@@ -4,8 +4,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstring>
+#include <cstdint>
 #include <mutex>
 #include <new>
 #include <system_error>
@@ -29,8 +30,14 @@ class ModuleRegistry {
     std::lock_guard lock(mutex_);
     auto handle = reinterpret_cast<maiaModule_t>(next_token_);
     next_token_ += kTokenStride;
-    for (maiaKernel& kernel : module->kernels()) kernels_.insert(&kernel);
-    modules_.emplace(handle, std::move(module));
+    try {
+      for (maiaKernel& kernel : module->kernels()) kernels_.insert(&kernel);
+      modules_.emplace(handle, module);
+    } catch (...) {
+      // No kernel of a module that failed to register may stay valid.
+      for (maiaKernel& kernel : module->kernels()) kernels_.erase(&kernel);
+      throw;
+    }
     return handle;
   }
 
@@ -59,8 +66,8 @@ class ModuleRegistry {
   }
 
  private:
-  // Tokens look like aligned pointers into the never-mapped first page
-  // region, so a caller that dereferences one faults at once.
+  // Tokens are counters shaped like aligned pointers; nothing dereferences
+  // them, and 64 bits never wrap.
   static constexpr uintptr_t kTokenStride = 16;
 
   std::mutex mutex_;
@@ -158,11 +165,12 @@ Status lookupKernel(maiaKernel_t kernel, std::shared_ptr<Module>* out_owner) {
 
 using namespace maia::driver;
 
-/// Rejects every call in a forked child of an initialized driver.
-#define MAIA_MODULE_API_ENTRY()                                     \
-  do {                                                              \
+/// Rejects every call in a forked child of an initialized driver. Loading
+/// a module needs no device, so this does not initialize the driver.
+#define MAIA_MODULE_API_ENTRY()                                          \
+  do {                                                                   \
     if (Status maia_fork_status_ = checkNotForked(); !maia_fork_status_.ok()) \
-      return report(maia_fork_status_);                             \
+      return report(maia_fork_status_);                                  \
   } while (0)
 
 extern "C" {

@@ -47,7 +47,10 @@ class Command {
   /// Marks one claimed chunk done; true for the caller that completed the
   /// last one, which then owns finishing the command.
   bool markChunkDone() {
-    return done_chunks_.fetch_add(1, std::memory_order_acq_rel) + 1 == total_chunks_;
+    // Read before the increment: once it lands, another thread may finish
+    // and free the command.
+    const int64_t total = total_chunks_;
+    return done_chunks_.fetch_add(1, std::memory_order_acq_rel) + 1 == total;
   }
 
  protected:

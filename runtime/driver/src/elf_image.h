@@ -17,7 +17,9 @@ inline constexpr const char* kMetadataSectionName = ".maia.meta";
 /// whose headers are self-consistent, trusting no offset or count in it:
 /// every table and section it declares must lie inside bytes, section names
 /// inside the section name table, and the program headers (which the
-/// dynamic loader follows blindly) must agree with the section headers.
+/// dynamic loader follows blindly) must agree with the section headers:
+/// each allocated section mapped at its address with the permissions its
+/// flags need, PT_DYNAMIC on .dynamic, and a non-executable stack.
 /// On success *out_metadata views the bytes of section .maia.meta (a
 /// subrange of bytes). Every failure is maiaErrorInvalidImage with a message
 /// starting with origin.

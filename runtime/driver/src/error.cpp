@@ -1,6 +1,6 @@
 #include "error.h"
 
-#include <unistd.h>
+#include <pthread.h>
 
 #include <atomic>
 
@@ -46,8 +46,15 @@ ErrorText textOf(maiaError_t error) {
   return {"maiaErrorUnknown", "unknown error code"};
 }
 
-// The pid that initialized the driver (0 before): a child of fork() differs.
-std::atomic<pid_t> g_owner_pid{0};
+// Set in a child of fork() once the driver was initialized in the parent.
+// (getpid() is a syscall since glibc 2.25: too slow to call per launch.)
+std::atomic<bool> g_initialized{false};
+std::atomic<bool> g_forked_after_init{false};
+
+void onForkInChild() {
+  if (g_initialized.load(std::memory_order_relaxed))
+    g_forked_after_init.store(true, std::memory_order_relaxed);
+}
 
 }  // namespace
 
@@ -59,11 +66,14 @@ maiaError_t report(const Status& status) {
   return status.code();
 }
 
-void markDriverInitialized() { g_owner_pid.store(getpid()); }
+void markDriverInitialized() {
+  static const int registered = pthread_atfork(nullptr, nullptr, onForkInChild);
+  (void)registered;
+  g_initialized.store(true);
+}
 
 Status checkNotForked() {
-  pid_t owner = g_owner_pid.load(std::memory_order_relaxed);
-  if (owner == 0 || owner == getpid()) return {};
+  if (!g_forked_after_init.load(std::memory_order_relaxed)) return {};
   return makeError(maiaErrorInitialization,
                    "the MAIA driver was initialized in the parent process and cannot be "
                    "used in a forked child; start workers with the 'spawn' method");

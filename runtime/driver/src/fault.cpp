@@ -70,6 +70,14 @@ bool runGuardedImpl(void (*fn)(void*), void* context, std::string* fault) {
   sigjmp_buf* const outer = t_jump;
   if (sigsetjmp(jump, /*savemask=*/0) != 0) {
     t_jump = outer;
+    // SA_NODEFER should have left the signal unblocked, but interposers
+    // (ThreadSanitizer's handler wrapper) may not honour it; a fault signal
+    // left blocked would kill the process at the next fault. Only faults
+    // pay this syscall.
+    sigset_t faults;
+    sigemptyset(&faults);
+    for (int signal : kFaultSignals) sigaddset(&faults, signal);
+    pthread_sigmask(SIG_UNBLOCK, &faults, nullptr);
     std::ostringstream os;
     os << "device code raised " << signalName(t_signal) << " at address " << t_address;
     *fault = os.str();

@@ -38,7 +38,7 @@ void Scheduler::shutdown() {
 }
 
 void Scheduler::addStream(Stream* stream) {
-  std::lock_guard<std::mutex> lock(streams_mutex_);
+  std::lock_guard<SpinLock> lock(streams_mutex_);
   auto position = std::find_if(streams_.begin(), streams_.end(), [&](Stream* s) {
     return s->priority > stream->priority;
   });
@@ -46,7 +46,7 @@ void Scheduler::addStream(Stream* stream) {
 }
 
 void Scheduler::removeStream(Stream* stream) {
-  std::lock_guard<std::mutex> lock(streams_mutex_);
+  std::lock_guard<SpinLock> lock(streams_mutex_);
   streams_.erase(std::remove(streams_.begin(), streams_.end(), stream), streams_.end());
 }
 
@@ -57,8 +57,11 @@ void Scheduler::notifyWork() {
 }
 
 void Scheduler::wakeWorkerIfNeeded() {
-  // Steady state has spinning or busy workers: no syscall here then.
-  if (parked_workers_.load(std::memory_order_seq_cst) > 0 &&
+  // An idle spinning worker will take the work: waking another would cost a
+  // syscall now and a park later. So in steady state (workers spinning or
+  // busy) an enqueue makes no syscall.
+  if (spinning_workers_.load(std::memory_order_seq_cst) == 0 &&
+      parked_workers_.load(std::memory_order_seq_cst) > 0 &&
       active_.load(std::memory_order_seq_cst) < cores_) {
     worker_wake_.fetch_add(1, std::memory_order_seq_cst);
     worker_wake_.notify_one();
@@ -68,7 +71,7 @@ void Scheduler::wakeWorkerIfNeeded() {
 bool Scheduler::claimChunk(Stream* prefer, Claim* out) {
   auto tryStream = [&](Stream* stream) {
     if (stream->idle()) return false;
-    std::lock_guard<std::mutex> lock(stream->mutex);
+    std::lock_guard<SpinLock> lock(stream->mutex);
     if (stream->queue.empty()) return false;
     Command* head = stream->queue.front();
     if (!head->hasUnclaimedChunk() || !head->ready()) return false;
@@ -77,7 +80,7 @@ bool Scheduler::claimChunk(Stream* prefer, Claim* out) {
     *out = Claim{stream, head, chunk};
     return true;
   };
-  std::lock_guard<std::mutex> lock(streams_mutex_);
+  std::lock_guard<SpinLock> lock(streams_mutex_);
   if (prefer != nullptr && tryStream(prefer)) return true;
   size_t n = streams_.size();
   if (n == 0) return false;
@@ -98,6 +101,7 @@ bool Scheduler::claimChunk(Stream* prefer, Claim* out) {
 void Scheduler::runClaim(Claim claim) {
   Command* command = claim.command;
   Device* device = claim.stream->device;
+  const int64_t total = command->totalChunks();
   int64_t chunk = claim.chunk;
   while (true) {
     if (!(device->faulted() && command->skippedOnFault())) {
@@ -106,10 +110,11 @@ void Scheduler::runClaim(Claim claim) {
         device->recordFault(command->describe() + ": " + fault);
     }
     // Claim the next chunk before marking this one done, so the command
-    // cannot be finished (and freed) under us.
+    // cannot be finished (and freed) under us while we hold a chunk; after
+    // markChunkDone, touch it only if we completed it.
     int64_t next = command->claimChunk();
     bool last = command->markChunkDone();
-    if (next < command->totalChunks()) {
+    if (next < total) {
       chunk = next;
       continue;
     }
@@ -121,7 +126,7 @@ void Scheduler::runClaim(Claim claim) {
 void Scheduler::completeHead(Stream* stream, Command* command) {
   command->finish();
   {
-    std::lock_guard<std::mutex> lock(stream->mutex);
+    std::lock_guard<SpinLock> lock(stream->mutex);
     stream->queue.pop_front();
   }
   delete command;
@@ -144,6 +149,7 @@ void Scheduler::workerLoop() {
     }
     // Idle: spin while something may change, yield the core to a waiting
     // host, park when the spin budget is spent.
+    spinning_workers_.fetch_add(1, std::memory_order_seq_cst);
     uint64_t seen = epoch_.load(std::memory_order_seq_cst);
     auto deadline = Clock::now() + std::chrono::microseconds(spin_us_);
     bool park = false;
@@ -160,6 +166,7 @@ void Scheduler::workerLoop() {
       }
       cpuRelax();
     }
+    spinning_workers_.fetch_sub(1, std::memory_order_seq_cst);
     if (!park) continue;
 
     uint32_t ticket = worker_wake_.load(std::memory_order_seq_cst);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "command.h"
+#include "spin_lock.h"
 #include "stream.h"
 
 namespace maia::driver {
@@ -66,7 +67,7 @@ class Scheduler {
   const int cores_;
   const long spin_us_;
 
-  std::mutex streams_mutex_;
+  SpinLock streams_mutex_;
   std::vector<Stream*> streams_;  // sorted: highest priority first
   size_t scan_start_ = 0;         // round-robin among equal priorities
 
@@ -76,6 +77,7 @@ class Scheduler {
   std::atomic<int64_t> pending_{0};
   /// Threads running or spinning: workers not parked + hosts waiting.
   std::atomic<int> active_{0};
+  std::atomic<int> spinning_workers_{0};  // idle workers looking for work
   std::atomic<int> parked_workers_{0};
   std::atomic<int> parked_hosts_{0};
   std::atomic<uint32_t> worker_wake_{0};  // futex words

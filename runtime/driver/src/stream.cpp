@@ -46,7 +46,7 @@ Status destroyStream(maiaStream_t handle) {
     return makeError(maiaErrorInvalidHandle, "the default stream of maia:",
                      stream->device->index(), " cannot be destroyed");
   {
-    std::lock_guard<std::mutex> lock(stream->mutex);
+    std::lock_guard<SpinLock> lock(stream->mutex);
     uint64_t pending = stream->enqueued.load() - stream->completed.load();
     if (pending != 0)
       return makeError(maiaErrorStreamBusy, "cannot destroy stream ",
@@ -63,7 +63,7 @@ Status destroyStream(maiaStream_t handle) {
 Status enqueue(Stream* stream, std::unique_ptr<Command> cmd) {
   MAIA_RETURN_IF_ERROR(stream->device->stickyError());
   {
-    std::lock_guard<std::mutex> lock(stream->mutex);
+    std::lock_guard<SpinLock> lock(stream->mutex);
     if (stream->destroyed)
       return makeError(maiaErrorInvalidHandle, "stream ", static_cast<const void*>(stream),
                        " was destroyed");

@@ -11,6 +11,7 @@
 
 #include "command.h"
 #include "error.h"
+#include "spin_lock.h"
 
 namespace maia::driver {
 class Device;
@@ -25,7 +26,7 @@ struct maiaStream {
   const bool is_default;
 
   /// Guards queue and destroyed. Commands are owned by the queue.
-  std::mutex mutex;
+  maia::driver::SpinLock mutex;
   std::deque<maia::driver::Command*> queue;
   bool destroyed = false;
 

@@ -72,7 +72,10 @@ MAIA_KERNEL axpb_i64(void* const* args, const maia_grid_t* grid) {
     }
   }
   Slice s = programSlice(grid, data.sizes[0]);
-  for (int64_t i = s.begin; i < s.end; ++i) data.at(i) = data.at(i) * mul + add;
+  // Wrapping (unsigned) arithmetic: long chains overflow by design.
+  for (int64_t i = s.begin; i < s.end; ++i)
+    data.at(i) = static_cast<int64_t>(static_cast<uint64_t>(data.at(i)) * static_cast<uint64_t>(mul) +
+                                      static_cast<uint64_t>(add));
 }
 
 /// out[linear program id] = (x, y, z): proves every program id ran once.
