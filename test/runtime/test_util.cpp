@@ -6,33 +6,6 @@ std::string kernelPath(const std::string& name) {
   return std::string(MAIA_KERNEL_DIR) + "/" + name + ".maiabin";
 }
 
-maiaKernelArg vectorArg(void* p, maiaDtype dtype, int64_t count, int64_t stride) {
-  maiaKernelArg arg{};
-  arg.kind = maiaArgMemref;
-  arg.dtype = dtype;
-  arg.data = p;
-  arg.rank = 1;
-  arg.sizes[0] = count;
-  arg.strides[0] = stride;
-  return arg;
-}
-
-maiaKernelArg scalarArg(maiaDtype dtype, int64_t value) {
-  maiaKernelArg arg{};
-  arg.kind = maiaArgScalar;
-  arg.dtype = dtype;
-  arg.scalar.i = value;
-  return arg;
-}
-
-maiaKernelArg scalarArg(maiaDtype dtype, double value) {
-  maiaKernelArg arg{};
-  arg.kind = maiaArgScalar;
-  arg.dtype = dtype;
-  arg.scalar.f = value;
-  return arg;
-}
-
 maiaModule_t basicModule() {
   static maiaModule_t module = [] {
     maiaModule_t m = nullptr;

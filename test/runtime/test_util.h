@@ -32,10 +32,16 @@ namespace maia_test {
 /// Path of a kernel binary built by test/runtime/CMakeLists.txt.
 std::string kernelPath(const std::string& name);
 
-/// A memref argument viewing count contiguous elements at device pointer p.
-maiaKernelArg vectorArg(void* p, maiaDtype dtype, int64_t count, int64_t stride = 1);
-maiaKernelArg scalarArg(maiaDtype dtype, int64_t value);
-maiaKernelArg scalarArg(maiaDtype dtype, double value);
+/// A memref argument viewing count elements at device pointer p.
+inline maiaKernelArg vectorArg(void* p, maiaDtype dtype, int64_t count, int64_t stride = 1) {
+  return maiaKernelArgVector(p, dtype, count, stride);
+}
+inline maiaKernelArg scalarArg(maiaDtype dtype, int64_t value) {
+  return maiaKernelArgInt(dtype, value);
+}
+inline maiaKernelArg scalarArg(maiaDtype dtype, double value) {
+  return maiaKernelArgFloat(dtype, value);
+}
 
 /// A host function that holds its stream until the test opens the gate:
 /// the way to observe asynchrony without depending on timing.

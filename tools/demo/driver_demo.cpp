@@ -19,16 +19,6 @@ void check(maiaError_t error, const char* what) {
   std::exit(1);
 }
 
-maiaKernelArg vector(void* data, int64_t n) {
-  maiaKernelArg arg{};
-  arg.kind = maiaArgMemref;
-  arg.dtype = maiaDtypeF32;
-  arg.data = data;
-  arg.rank = 1;
-  arg.sizes[0] = n;
-  arg.strides[0] = 1;
-  return arg;
-}
 
 }  // namespace
 
@@ -63,7 +53,7 @@ int main() {
   check(maiaMalloc(&d, bytes), "maiaMalloc");
 
   maiaModule_t module = nullptr;
-  check(maiaModuleLoad(&module, MAIA_DEMO_KERNELS), "maiaModuleLoad");
+  check(maiaModuleLoad(&module, MAIA_KERNELS), "maiaModuleLoad");
   maiaKernel_t triad = nullptr, add = nullptr;
   check(maiaModuleGetKernel(module, "triad_f32", &triad), "maiaModuleGetKernel(triad_f32)");
   check(maiaModuleGetKernel(module, "add_f32", &add), "maiaModuleGetKernel(add_f32)");
@@ -82,15 +72,13 @@ int main() {
   check(maiaMemcpyAsync(b, host_b, bytes, maiaMemcpyHostToDevice, producer), "copy b");
   check(maiaMemcpyAsync(c, host_c, bytes, maiaMemcpyHostToDevice, producer), "copy c");
   int64_t grid[3] = {256, 1, 1};
-  maiaKernelArg triad_args[4] = {vector(a, n), vector(b, n), vector(c, n), {}};
-  triad_args[3].kind = maiaArgScalar;
-  triad_args[3].dtype = maiaDtypeF32;
-  triad_args[3].scalar.f = 2.0;
+  auto vec = [n](void* data) { return maiaKernelArgVector(data, maiaDtypeF32, n, 1); };
+  maiaKernelArg triad_args[4] = {vec(a), vec(b), vec(c), maiaKernelArgFloat(maiaDtypeF32, 2.0)};
   check(maiaLaunchKernel(triad, grid, triad_args, 4, producer), "launch triad_f32");
   check(maiaEventRecord(produced, producer), "maiaEventRecord");
   // Consumer: waits for the producer's event, d = a + b, copies d out.
   check(maiaStreamWaitEvent(consumer, produced), "maiaStreamWaitEvent");
-  maiaKernelArg add_args[3] = {vector(a, n), vector(b, n), vector(d, n)};
+  maiaKernelArg add_args[3] = {vec(a), vec(b), vec(d)};
   check(maiaLaunchKernel(add, grid, add_args, 3, consumer), "launch add_f32");
   check(maiaMemcpyAsync(host_out, d, bytes, maiaMemcpyDeviceToHost, consumer), "copy d out");
   check(maiaEventRecord(done, consumer), "maiaEventRecord");

@@ -31,6 +31,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -220,6 +221,38 @@ typedef struct maiaKernelArg {
     double f;
   } scalar;
 } maiaKernelArg;
+
+/** Convenience constructors for kernel arguments. */
+static inline maiaKernelArg maiaKernelArgVector(void* data, maiaDtype dtype, int64_t count,
+                                                int64_t stride) {
+  maiaKernelArg arg;
+  memset(&arg, 0, sizeof(arg));
+  arg.kind = maiaArgMemref;
+  arg.dtype = dtype;
+  arg.data = data;
+  arg.rank = 1;
+  arg.sizes[0] = count;
+  arg.strides[0] = stride;
+  return arg;
+}
+
+static inline maiaKernelArg maiaKernelArgInt(maiaDtype dtype, int64_t value) {
+  maiaKernelArg arg;
+  memset(&arg, 0, sizeof(arg));
+  arg.kind = maiaArgScalar;
+  arg.dtype = dtype;
+  arg.scalar.i = value;
+  return arg;
+}
+
+static inline maiaKernelArg maiaKernelArgFloat(maiaDtype dtype, double value) {
+  maiaKernelArg arg;
+  memset(&arg, 0, sizeof(arg));
+  arg.kind = maiaArgScalar;
+  arg.dtype = dtype;
+  arg.scalar.f = value;
+  return arg;
+}
 
 /** What the metadata declares about one kernel argument. */
 typedef struct maiaKernelArgInfo {
