@@ -256,3 +256,30 @@ TEST(MemoryTest, BadPointersAreRejectedByCopies) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(MemoryTest, PatternFillWritesEveryElementOnAStream) {
+  const size_t n = (size_t{3} << 20) + 7;  // several chunks and a tail
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, n * sizeof(uint32_t)));
+  const uint32_t value = 0xdeadbeef;
+  MAIA_ASSERT_OK(maiaMemsetPatternAsync(d, &value, sizeof(value), n, nullptr));
+  const uint16_t half = 0x1234;
+  MAIA_ASSERT_OK(maiaMemsetPatternAsync(d, &half, sizeof(half), 3, nullptr));
+  std::vector<uint32_t> out(n);
+  MAIA_ASSERT_OK(maiaMemcpy(out.data(), d, n * sizeof(uint32_t), maiaMemcpyDeviceToHost));
+  EXPECT_EQ(out[0], 0x12341234u);
+  EXPECT_EQ(out[1] & 0xffffu, 0x1234u);
+  EXPECT_EQ(out[1] >> 16, 0xdeadu);
+  for (size_t i = 2; i < n; ++i) ASSERT_EQ(out[i], value) << i;
+  MAIA_EXPECT_ERROR(maiaMemsetPatternAsync(d, &value, 3, 1, nullptr), maiaErrorInvalidValue,
+                    "pattern size 3");
+  MAIA_EXPECT_ERROR(maiaMemsetPatternAsync(static_cast<char*>(d) + 1, &value, 4, 1, nullptr),
+                    maiaErrorInvalidValue, "not aligned");
+  MAIA_EXPECT_ERROR(maiaMemsetPatternAsync(d, &value, 4, n + 1, nullptr),
+                    maiaErrorInvalidDevicePointer, "overruns");
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+}  // namespace

@@ -115,4 +115,12 @@ maiaError_t maiaMemsetAsync(void* device_ptr, int value, size_t bytes, maiaStrea
   return report(setMemory(device_ptr, value, bytes, target.get(), /*synchronous=*/false));
 }
 
+maiaError_t maiaMemsetPatternAsync(void* device_ptr, const void* pattern, size_t pattern_bytes,
+                                   size_t count, maiaStream_t stream) {
+  MAIA_API_ENTER();
+  std::shared_ptr<Stream> target;
+  MAIA_RETURN_REPORT(resolveStream(stream, &target));
+  return report(setMemoryPattern(device_ptr, pattern, pattern_bytes, count, target.get()));
+}
+
 }  // extern "C"

@@ -69,6 +69,44 @@ class MemsetCommand final : public Command {
   size_t bytes_;
 };
 
+class PatternCommand final : public Command {
+ public:
+  PatternCommand(void* dst, const void* pattern, size_t pattern_bytes, size_t count)
+      : Command(chunksFor(pattern_bytes * count)), dst_(static_cast<char*>(dst)),
+        pattern_bytes_(pattern_bytes), count_(count) {
+    std::memcpy(pattern_, pattern, pattern_bytes);
+  }
+  void runChunk(int64_t index) override {
+    // Chunk boundaries in elements, so no element is split between cores.
+    int64_t chunks = totalChunks();
+    size_t begin = count_ * static_cast<size_t>(index) / static_cast<size_t>(chunks);
+    size_t end = count_ * static_cast<size_t>(index + 1) / static_cast<size_t>(chunks);
+    switch (pattern_bytes_) {
+      case 1: fill<uint8_t>(begin, end); break;
+      case 2: fill<uint16_t>(begin, end); break;
+      case 4: fill<uint32_t>(begin, end); break;
+      default: fill<uint64_t>(begin, end); break;
+    }
+  }
+  std::string describe() const override {
+    return "pattern fill of " + std::to_string(count_) + " elements";
+  }
+
+ private:
+  template <typename T>
+  void fill(size_t begin, size_t end) {
+    T value;
+    std::memcpy(&value, pattern_, sizeof(T));
+    T* out = reinterpret_cast<T*>(dst_);
+    for (size_t i = begin; i < end; ++i) out[i] = value;
+  }
+
+  char* dst_;
+  size_t pattern_bytes_;
+  size_t count_;
+  alignas(8) unsigned char pattern_[8];
+};
+
 /// One side of a copy, resolved to the address the driver uses.
 struct Endpoint {
   Device* device = nullptr;  // null for host memory
@@ -174,6 +212,29 @@ Status setMemory(void* device_ptr, int value, size_t bytes, Stream* stream, bool
                                        "maiaMemset writes device memory only", &target));
   return submit(std::make_unique<MemsetCommand>(target.address, value, bytes), stream,
                 target.device, synchronous);
+}
+
+Status setMemoryPattern(void* device_ptr, const void* pattern, size_t pattern_bytes,
+                        size_t count, Stream* stream) {
+  if (pattern_bytes != 1 && pattern_bytes != 2 && pattern_bytes != 4 && pattern_bytes != 8)
+    return makeError(maiaErrorInvalidValue, "maiaMemsetPatternAsync: pattern size ",
+                     pattern_bytes, " is not 1, 2, 4 or 8 bytes");
+  if (pattern == nullptr)
+    return makeError(maiaErrorInvalidValue, "maiaMemsetPatternAsync: pattern is NULL");
+  if (count == 0) return {};
+  if (reinterpret_cast<uintptr_t>(device_ptr) % pattern_bytes != 0)
+    return makeError(maiaErrorInvalidValue, "maiaMemsetPatternAsync: destination ", device_ptr,
+                     " is not aligned to the ", pattern_bytes, "-byte pattern");
+  if (count > SIZE_MAX / pattern_bytes)
+    return makeError(maiaErrorInvalidValue, "maiaMemsetPatternAsync: ", count,
+                     " elements overflow the address space");
+  Endpoint target;
+  MAIA_RETURN_IF_ERROR(resolveEndpoint(device_ptr, count * pattern_bytes, 1,
+                                       "pattern fill destination",
+                                       "maiaMemsetPatternAsync writes device memory only",
+                                       &target));
+  return submit(std::make_unique<PatternCommand>(target.address, pattern, pattern_bytes, count),
+                stream, target.device, /*synchronous=*/false);
 }
 
 }  // namespace maia::driver

@@ -16,4 +16,8 @@ Status copyMemory(void* dst, const void* src, size_t bytes, maiaMemcpyKind kind,
 
 Status setMemory(void* device_ptr, int value, size_t bytes, Stream* stream, bool synchronous);
 
+/// Fills count elements with an element pattern of pattern_bytes bytes.
+Status setMemoryPattern(void* device_ptr, const void* pattern, size_t pattern_bytes,
+                        size_t count, Stream* stream);
+
 }  // namespace maia::driver
