@@ -65,8 +65,24 @@ setup_venv() {
   echo "$wanted" > "$stamp"
 }
 
+# torch_maia, editable: Python sources from runtime/python, the extension
+# built in place by the release build, the torch.backends entry point
+# registered so that `import torch` loads maia.
+install_torch_maia() {
+  local project="$MAIA_ROOT/runtime/python/pyproject.toml"
+  local stamp="$MAIA_VENV/.maia-torch-maia.sha256"
+  local wanted
+  wanted="$(cat "$project" "$MAIA_ROOT/runtime/python/torch_maia/__init__.py" | sha256sum | cut -d' ' -f1)"
+  [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]] && return 0
+  log "installing torch_maia (editable) into .venv"
+  "$MAIA_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
+    --no-build-isolation -e "$MAIA_ROOT/runtime/python"
+  echo "$wanted" > "$stamp"
+}
+
 install_debian_packages
 setup_venv
+install_torch_maia
 if ((build)); then
   maia_build release
 fi

@@ -1,0 +1,33 @@
+"""PyTorch backend for the MAIA accelerator (simulated), through PrivateUse1.
+
+`import torch` is enough: torch loads this package through its
+``torch.backends`` entry point. After that, ``torch.device("maia")`` is a
+PrivateUse1 device and ``torch.maia`` is the device module.
+"""
+
+import torch
+
+# Loads libmaia_torch.so: its static initializers register the guard,
+# allocators, hooks, generator and operators for PrivateUse1.
+from . import _C  # noqa: F401
+
+_BACKEND = "maia"
+
+if torch._C._get_privateuse1_backend_name() != _BACKEND:
+    torch.utils.rename_privateuse1_backend(_BACKEND)
+
+from . import _tensor_methods, maia  # noqa: E402  (need the renamed backend)
+
+if not hasattr(torch, _BACKEND):
+    torch._register_device_module(_BACKEND, maia)
+    _tensor_methods.install()
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=False, for_module=True, for_packed_sequence=True, for_storage=True
+    )
+
+
+def _autoload():
+    """The torch.backends entry point: importing this package did the work."""
+
+
+__all__ = ["maia"]

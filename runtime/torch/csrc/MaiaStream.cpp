@@ -1,0 +1,128 @@
+#include "MaiaStream.h"
+
+#include <array>
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "MaiaCheck.h"
+#include "MaiaFunctions.h"
+
+namespace torch_maia {
+namespace {
+
+constexpr int kMaxDevices = 16;
+constexpr int kMaxStreamsPerDevice = 1024;
+constexpr int kPoolSize = 8;  // per priority, round-robin like CUDA's pool
+
+/// The streams of one device, by StreamId. Append-only: an id stays valid
+/// for the life of the process.
+struct DeviceStreams {
+  std::mutex mutex;
+  std::array<std::atomic<maiaStream_t>, kMaxStreamsPerDevice> handles{};
+  std::atomic<int> count{0};
+  std::array<c10::StreamId, kPoolSize> pool_low{};
+  std::array<c10::StreamId, kPoolSize> pool_high{};
+  std::once_flag pool_once;
+  std::atomic<uint32_t> next_low{0}, next_high{0};
+};
+
+DeviceStreams& streamsOf(c10::DeviceIndex device) {
+  static auto* all = new std::array<DeviceStreams, kMaxDevices>();  // outlives exit
+  return (*all)[device];
+}
+
+thread_local std::array<c10::StreamId, kMaxDevices> t_current_stream{};
+
+c10::Stream makeStream(c10::DeviceIndex device, c10::StreamId id) {
+  return c10::Stream(c10::Stream::UNSAFE, c10::Device(c10::DeviceType::PrivateUse1, device), id);
+}
+
+/// Creates a driver stream on device and gives it the next id.
+c10::StreamId createStream(c10::DeviceIndex device, int priority) {
+  DeviceStreams& streams = streamsOf(device);
+  std::lock_guard<std::mutex> lock(streams.mutex);
+  int id = std::max(1, streams.count.load());
+  TORCH_CHECK(id < kMaxStreamsPerDevice, "maia:", static_cast<int>(device), " has ",
+              kMaxStreamsPerDevice - 1,
+              " streams already, the most one device supports; reuse streams "
+              "(torch.maia.Stream objects) instead of creating them per operation");
+  c10::DeviceIndex previous = exchangeDevice(device);
+  maiaStream_t handle = nullptr;
+  maiaError_t error = maiaStreamCreate(&handle, priority);
+  exchangeDevice(previous);
+  MAIA_CHECK(error);
+  streams.handles[id].store(handle, std::memory_order_release);
+  streams.count.store(id + 1, std::memory_order_release);
+  return id;
+}
+
+}  // namespace
+
+std::pair<int, int> priorityRange() {
+  int least = 0, greatest = 0;
+  MAIA_CHECK(maiaDeviceGetStreamPriorityRange(&least, &greatest));
+  return {least, greatest};
+}
+
+maiaStream_t driverStream(const c10::Stream& stream) {
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
+              "expected a maia stream, got a stream of ", stream.device());
+  c10::DeviceIndex device = stream.device_index();
+  checkDeviceIndex(device);
+  c10::StreamId id = stream.id();
+  if (id == 0) {
+    maiaStream_t handle = nullptr;
+    MAIA_CHECK(maiaStreamGetDefault(&handle, device));
+    return handle;
+  }
+  DeviceStreams& streams = streamsOf(device);
+  TORCH_CHECK(id > 0 && id < streams.count.load(std::memory_order_acquire),
+              "maia stream id ", id, " does not name a stream of maia:", static_cast<int>(device));
+  return streams.handles[id].load(std::memory_order_acquire);
+}
+
+c10::Stream defaultStream(c10::DeviceIndex device) {
+  return makeStream(resolveDevice(device), 0);
+}
+
+c10::Stream currentStream(c10::DeviceIndex device) {
+  device = resolveDevice(device);
+  return makeStream(device, t_current_stream[device]);
+}
+
+c10::Stream exchangeStream(const c10::Stream& stream) {
+  driverStream(stream);  // validates
+  c10::DeviceIndex device = stream.device_index();
+  c10::Stream previous = makeStream(device, t_current_stream[device]);
+  t_current_stream[device] = stream.id();
+  return previous;
+}
+
+c10::Stream streamFromPool(bool high_priority, c10::DeviceIndex device) {
+  device = resolveDevice(device);
+  DeviceStreams& streams = streamsOf(device);
+  std::call_once(streams.pool_once, [&] {
+    auto [least, greatest] = priorityRange();
+    for (int i = 0; i < kPoolSize; ++i) {
+      streams.pool_low[i] = createStream(device, least);
+      streams.pool_high[i] = createStream(device, greatest);
+    }
+  });
+  auto& next = high_priority ? streams.next_high : streams.next_low;
+  auto& pool = high_priority ? streams.pool_high : streams.pool_low;
+  return makeStream(device, pool[next.fetch_add(1) % kPoolSize]);
+}
+
+c10::Stream newStream(c10::DeviceIndex device, int priority) {
+  device = resolveDevice(device);
+  return makeStream(device, createStream(device, priority));
+}
+
+int streamPriority(const c10::Stream& stream) {
+  int priority = 0;
+  MAIA_CHECK(maiaStreamGetPriority(driverStream(stream), &priority));
+  return priority;
+}
+
+}  // namespace torch_maia

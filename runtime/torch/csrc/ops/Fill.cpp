@@ -1,0 +1,32 @@
+// fill_ and zero_ on maia: one pattern fill on the current stream.
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/scalar_tensor.h>
+#include <c10/core/DeviceGuard.h>
+
+#include "MaiaCheck.h"
+#include "MaiaStream.h"
+#include "ops/MaiaOps.h"
+
+namespace torch_maia::ops {
+
+at::Tensor& fill(at::Tensor& self, const at::Scalar& value) {
+  if (self.numel() == 0) return self;
+  if (!self.is_non_overlapping_and_dense()) {
+    // Strided views: fill a dense temporary, then copy it in.
+    at::Tensor dense = at::empty_like(self, at::MemoryFormat::Contiguous);
+    fill(dense, value);
+    self.copy_(dense);
+    return self;
+  }
+  // The element's bytes, converted exactly as PyTorch converts the scalar.
+  at::Tensor element = at::scalar_tensor(value, self.options().device(at::kCPU));
+  c10::DeviceGuard guard(self.device());
+  MAIA_CHECK(maiaMemsetPatternAsync(self.data_ptr(), element.const_data_ptr(),
+                                    self.element_size(), static_cast<size_t>(self.numel()),
+                                    driverStream(currentStream(self.device().index()))));
+  return self;
+}
+
+at::Tensor& zero(at::Tensor& self) { return fill(self, 0); }
+
+}  // namespace torch_maia::ops

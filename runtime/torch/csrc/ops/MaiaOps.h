@@ -1,0 +1,32 @@
+// The natively registered maia operators (the dispatcher table is in
+// Register.cpp; every other ATen operator goes through Fallback.cpp).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Storage.h>
+
+namespace torch_maia::ops {
+
+// Factory.cpp: tensor creation and storage.
+at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                 std::optional<c10::Layout> layout, std::optional<c10::Device> device,
+                 std::optional<bool> pin_memory, std::optional<c10::MemoryFormat> memory_format);
+at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
+                        std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
+                        std::optional<c10::Device> device, std::optional<bool> pin_memory);
+const at::Tensor& resize(const at::Tensor& self, c10::IntArrayRef size,
+                         std::optional<c10::MemoryFormat> memory_format);
+at::Tensor& setEmpty(at::Tensor& self);
+/// Grows or shrinks a maia storage to nbytes, keeping its contents.
+void resizeStorageBytes(const c10::Storage& storage, size_t nbytes);
+
+// Copy.cpp: copies between maia and the host, and across maia devices.
+at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
+at::Tensor copyFromAndResize(const at::Tensor& self, const at::Tensor& dst);
+at::Scalar localScalarDense(const at::Tensor& self);
+
+// Fill.cpp
+at::Tensor& fill(at::Tensor& self, const at::Scalar& value);
+at::Tensor& zero(at::Tensor& self);
+
+}  // namespace torch_maia::ops

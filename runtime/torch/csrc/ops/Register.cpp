@@ -1,0 +1,46 @@
+// The maia operator table: every natively implemented ATen operator, in one
+// flat list. Views and metadata-only operators reuse ATen's device-generic
+// implementations.
+#include <ATen/native/Resize.h>
+#include <ATen/ops/_reshape_alias_native.h>
+#include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/set_native.h>
+#include <ATen/ops/view_native.h>
+#include <torch/library.h>
+
+#include "MaiaCachingAllocator.h"
+#include "ops/MaiaOps.h"
+
+namespace torch_maia::ops {
+namespace {
+
+at::Tensor& setStorageOffset(at::Tensor& self, c10::Storage source, int64_t offset,
+                             c10::IntArrayRef size, c10::IntArrayRef stride) {
+  return at::native::set_storage_cpu_(self, std::move(source), offset, size, stride);
+}
+
+void recordStream(at::Tensor& self, c10::Stream stream) {
+  getMaiaCachingAllocator()->recordStream(self.storage().data_ptr(), stream);
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("empty.memory_format", TORCH_FN(empty));
+  m.impl("empty_strided", TORCH_FN(emptyStrided));
+  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
+  m.impl("view", TORCH_FN(at::native::view));
+  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("resize_", TORCH_FN(resize));
+  m.impl("set_.source_Storage", TORCH_FN(at::native::set_));
+  m.impl("set_.source_Storage_storage_offset", TORCH_FN(setStorageOffset));
+  m.impl("set_.source_Tensor", TORCH_FN(at::native::set_tensor_));
+  m.impl("set_", TORCH_FN(setEmpty));
+  m.impl("_copy_from", TORCH_FN(copyFrom));
+  m.impl("_copy_from_and_resize", TORCH_FN(copyFromAndResize));
+  m.impl("_local_scalar_dense", TORCH_FN(localScalarDense));
+  m.impl("fill_.Scalar", TORCH_FN(fill));
+  m.impl("zero_", TORCH_FN(zero));
+  m.impl("record_stream", TORCH_FN(recordStream));
+}
+
+}  // namespace
+}  // namespace torch_maia::ops

@@ -1,0 +1,100 @@
+"""Copies between maia and the host and across devices; fill_; item()."""
+
+import pytest
+import torch
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64,
+          torch.int32, torch.int8, torch.uint8, torch.bool]
+
+
+def reference(dtype, shape=(5, 7)):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(shape, generator=g) * 10
+    return x.to(dtype)
+
+
+class TestCopy:
+    @pytest.mark.parametrize("dtype", DTYPES)
+    def test_round_trip(self, dtype):
+        x = reference(dtype)
+        assert torch.equal(x.to("maia").cpu(), x)
+
+    @pytest.mark.parametrize("src,dst", [(torch.float32, torch.float16),
+                                         (torch.float32, torch.int32),
+                                         (torch.int64, torch.bfloat16),
+                                         (torch.bool, torch.float32)])
+    def test_dtype_conversion_in_every_direction(self, src, dst):
+        x = reference(src)
+        expected = x.to(dst)
+        torch.testing.assert_close(x.to("maia", dtype=dst).cpu(), expected)
+        torch.testing.assert_close(x.to("maia").to(dst).cpu(), expected)
+        torch.testing.assert_close(x.to("maia").to("cpu", dtype=dst), expected)
+
+    def test_non_contiguous_layouts(self):
+        x = torch.arange(60.0).reshape(3, 4, 5)
+        d = x.to("maia")
+        torch.testing.assert_close(d.transpose(0, 2).cpu(), x.transpose(0, 2))
+        torch.testing.assert_close(d[:, 1, ::2].cpu(), x[:, 1, ::2])
+        target = torch.zeros(3, 4, 5, device="maia")
+        target[:, ::2, 1:4] = x[:, ::2, 1:4]  # host -> strided maia view
+        expected = torch.zeros(3, 4, 5)
+        expected[:, ::2, 1:4] = x[:, ::2, 1:4]
+        torch.testing.assert_close(target.cpu(), expected)
+        out = torch.empty(5, 4, 3, device="maia")
+        out.copy_(d.permute(2, 1, 0))  # maia -> maia with a permutation
+        torch.testing.assert_close(out.cpu(), x.permute(2, 1, 0))
+        host = torch.empty(5, 3)
+        host.copy_(d[:, 0, :].t())  # maia strided -> host
+        torch.testing.assert_close(host, x[:, 0, :].t())
+
+    def test_across_devices(self):
+        x = torch.randn(1000)
+        a = x.to("maia:0")
+        b = a.to("maia:1")
+        assert b.device == torch.device("maia:1")
+        torch.testing.assert_close(b.cpu(), x)
+        torch.testing.assert_close(b.to("maia:0", dtype=torch.float64).cpu(), x.double())
+
+    def test_pinned_non_blocking_copies_are_asynchronous_and_ordered(self):
+        x = torch.randn(1 << 20).pin_memory()
+        assert x.is_pinned()
+        stream = torch.maia.Stream()
+        with torch.maia.stream(stream):
+            d = x.to("maia", non_blocking=True)
+            back = torch.empty_like(x).pin_memory()
+            back.copy_(d, non_blocking=True)
+            event = torch.maia.Event()
+            event.record(stream)
+        event.synchronize()
+        torch.testing.assert_close(back, x)
+
+    def test_plain_cpu_tensors_are_not_pinned(self):
+        assert not torch.ones(3).is_pinned()
+
+    @pytest.mark.parametrize("dtype", DTYPES)
+    def test_fill_and_zero(self, dtype):
+        x = torch.empty(1001, dtype=dtype, device="maia")
+        x.fill_(3)
+        assert torch.equal(x.cpu(), torch.full((1001,), 3, dtype=dtype))
+        x.zero_()
+        assert torch.equal(x.cpu(), torch.zeros(1001, dtype=dtype))
+        y = torch.zeros(4, 6, dtype=dtype, device="maia")
+        y[:, 1::2].fill_(1)
+        expected = torch.zeros(4, 6, dtype=dtype)
+        expected[:, 1::2] = 1
+        assert torch.equal(y.cpu(), expected)
+
+    def test_item_waits_for_queued_work(self):
+        x = torch.full((), 2.5, device="maia")
+        assert x.item() == 2.5
+        assert torch.tensor([7], device="maia").item() == 7
+
+    def test_resize_keeps_contents(self):
+        x = torch.arange(6.0, device="maia")
+        x.resize_(10)
+        torch.testing.assert_close(x[:6].cpu(), torch.arange(6.0))
+        x.resize_(2, 3)
+        assert x.shape == (2, 3)
+        y = torch.empty(0, device="maia")
+        y.set_(x.untyped_storage(), 0, (3,), (1,))
+        torch.testing.assert_close(y.cpu(), torch.arange(3.0))

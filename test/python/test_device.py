@@ -1,0 +1,139 @@
+"""maia as a PyTorch device: identity, dispatch keys, device selection,
+generated methods, bad input."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+
+class TestIdentity:
+    def test_device_string_resolves_to_privateuse1(self):
+        assert torch._C._get_privateuse1_backend_name() == "maia"
+        device = torch.device("maia:1")
+        assert device.type == "maia" and device.index == 1
+        x = torch.empty(2, device="maia")
+        assert x.device == torch.device("maia:0")
+
+    def test_tensors_dispatch_on_privateuse1_keys_not_in_tree_maia(self):
+        x = torch.ones(2, device="maia", requires_grad=True)
+        keys = str(torch._C._dispatch_keys(x))
+        assert "PrivateUse1" in keys and "AutogradPrivateUse1" in keys
+        # The in-tree MAIA key is named "MAIA"; no key of the tensor is.
+        assert not any(k == "MAIA" or k == "AutogradMAIA" for k in
+                       keys.strip("DispatchKeySet()").replace(" ", "").split(","))
+        with torch.autocast("maia", dtype=torch.bfloat16):
+            assert torch.is_autocast_enabled("maia")
+
+    def test_import_torch_alone_loads_maia(self):
+        code = "import torch; x = torch.ones(2, device='maia'); print(x.device, x.is_maia)"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True)
+        assert out.stdout.strip() == "maia:0 True"
+
+    def test_generated_methods(self):
+        x = torch.arange(4.0)
+        y = x.maia()
+        assert y.is_maia and not x.is_maia
+        assert torch.equal(y.cpu(), x)
+        assert x.maia(1).device == torch.device("maia:1")
+        module = torch.nn.Linear(2, 2).maia()
+        assert module.weight.is_maia
+        assert y.untyped_storage().is_maia
+        packed = torch.nn.utils.rnn.pack_sequence([torch.ones(3), torch.ones(2)])
+        assert packed.maia().is_maia
+
+
+class TestDeviceSelection:
+    def test_count_current_and_set(self):
+        assert torch.maia.is_available()
+        assert torch.maia.device_count() == 2
+        assert torch.accelerator.current_accelerator() == torch.device("maia")
+        assert torch.accelerator.device_count() == 2
+        torch.maia.set_device(1)
+        try:
+            assert torch.maia.current_device() == 1
+            assert torch.accelerator.current_device_index() == 1
+            assert torch.empty(1, device="maia").device == torch.device("maia:1")
+        finally:
+            torch.maia.set_device(0)
+
+    def test_device_context_restores(self):
+        with torch.maia.device(1):
+            assert torch.maia.current_device() == 1
+            with torch.maia.device("maia:0"):
+                assert torch.maia.current_device() == 0
+            assert torch.maia.current_device() == 1
+        assert torch.maia.current_device() == 0
+
+    def test_properties(self):
+        props = torch.maia.get_device_properties(1)
+        assert props["name"] == torch.maia.get_device_name(1) == "MAIA simulated device"
+        assert props["total_memory"] > 0 and props["core_count"] >= 1
+        assert props["compute_capability"].startswith("maia-sim-1.0")
+
+
+class TestBadInput:
+    def test_device_index_out_of_range(self):
+        with pytest.raises(IndexError, match="maia device index 5 is out of range"):
+            torch.empty(2, device="maia:5")
+        with pytest.raises(IndexError, match="out of range"):
+            torch.maia.set_device(7)
+        assert torch.maia.current_device() == 0
+
+    def test_tensors_on_different_devices_in_one_op(self):
+        a = torch.ones(3, device="maia:0")
+        b = torch.ones(3, device="maia:1")
+        with pytest.raises(RuntimeError, match="same device.*maia:0 and maia:1"):
+            torch.add(a, b)
+        with pytest.raises(RuntimeError, match="same device"):
+            torch.add(a, torch.ones(3))
+
+    def test_unsupported_dtype(self):
+        with pytest.raises(TypeError, match="maia tensors do not support dtype ComplexFloat"):
+            torch.empty(2, dtype=torch.complex64, device="maia")
+
+    def test_forked_child_gets_a_clear_error(self):
+        torch.ones(1, device="maia")  # initialized in this process
+        code = (
+            "import multiprocessing as mp, torch\n"
+            "torch.ones(1, device='maia')\n"
+            "def child(q):\n"
+            "    try:\n"
+            "        torch.ones(1, device='maia'); q.put('no error')\n"
+            "    except RuntimeError as e:\n"
+            "        q.put(str(e))\n"
+            "if __name__ == '__main__':\n"
+            "    q = mp.get_context('fork').Queue()\n"
+            "    p = mp.get_context('fork').Process(target=child, args=(q,)); p.start()\n"
+            "    print(q.get()); p.join()\n"
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True, timeout=120)
+        assert "forked child" in out.stdout, out.stdout + out.stderr
+
+    def test_spawned_child_works(self, tmp_path):
+        code = (
+            "import multiprocessing as mp, torch\n"
+            "def child(q):\n"
+            "    q.put((torch.ones(2, device='maia') * 3).sum().item())\n"
+            "if __name__ == '__main__':\n"
+            "    torch.ones(1, device='maia')\n"
+            "    ctx = mp.get_context('spawn'); q = ctx.Queue()\n"
+            "    p = ctx.Process(target=child, args=(q,)); p.start()\n"
+            "    print(q.get()); p.join()\n"
+        )
+        script = tmp_path / "spawn_child.py"  # spawn re-imports __main__ from a file
+        script.write_text(code)
+        out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                             check=True, timeout=120)
+        assert out.stdout.strip() == "6.0"
+
+    def test_no_devices_visible(self):
+        env = dict(os.environ, MAIA_VISIBLE_DEVICES="")
+        code = "import torch; print(torch.maia.is_available(), torch.maia.device_count())"
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             check=True, env=env)
+        assert out.stdout.strip() == "False 0"

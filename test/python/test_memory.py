@@ -1,0 +1,82 @@
+"""torch.maia / torch.accelerator memory statistics and out-of-memory."""
+
+import pytest
+import torch
+
+MiB = 1 << 20
+
+
+@pytest.fixture(autouse=True)
+def _clean_allocator():
+    torch.maia.synchronize()
+    torch.maia.empty_cache()
+    torch.maia.reset_peak_memory_stats()
+    yield
+    torch.maia.empty_cache()
+
+
+class TestMemory:
+    def test_exact_statistics(self):
+        def stats():
+            return torch.maia.memory_stats()
+
+        before = stats()
+
+        def delta(key):
+            return stats()[key] - before.get(key, 0)
+
+        x = torch.empty(256, dtype=torch.float32, device="maia")  # 1 KiB
+        assert delta("requested_bytes.all.current") == 1024
+        assert delta("allocated_bytes.all.current") == 1024
+        assert delta("active_bytes.all.current") == 1024
+        assert delta("allocation.all.current") == 1
+        assert delta("segment.all.current") == 1
+        assert delta("reserved_bytes.all.current") == 2 * MiB  # one small-pool segment
+        y = torch.empty(1000, dtype=torch.uint8, device="maia")
+        assert delta("requested_bytes.all.current") == 1024 + 1000  # never rounded
+        assert delta("allocated_bytes.all.current") == 1024 + 1024  # 512-byte blocks
+        assert torch.accelerator.memory_allocated() == torch.maia.memory_allocated()
+        reserved = torch.maia.memory_reserved()
+        del x, y
+        assert delta("allocated_bytes.all.current") == 0
+        assert delta("requested_bytes.all.current") == 0
+        assert torch.maia.memory_reserved() == reserved  # cached, not returned
+        z = torch.empty(256, dtype=torch.float32, device="maia")  # reuses the cache
+        assert torch.maia.memory_reserved() == reserved
+        assert delta("segment.all.current") == 1
+        del z
+        torch.maia.empty_cache()
+        assert delta("reserved_bytes.all.current") == 0
+        assert delta("allocation.all.allocated") == 3 and delta("allocation.all.freed") == 3
+
+    def test_peak_and_reset(self):
+        x = torch.empty(4 * MiB, dtype=torch.uint8, device="maia")
+        peak = torch.maia.max_memory_allocated()
+        assert peak >= 4 * MiB
+        del x
+        assert torch.maia.max_memory_allocated() == peak
+        torch.maia.reset_peak_memory_stats()
+        assert torch.maia.max_memory_allocated() == torch.maia.memory_allocated()
+
+    def test_mem_get_info(self):
+        free, total = torch.maia.mem_get_info()
+        assert total == torch.maia.get_device_properties(0)["total_memory"]
+        assert 0 < free <= total
+
+    def test_out_of_memory_is_clear_and_recoverable(self):
+        keep = torch.arange(1000.0, device="maia")
+        total = torch.maia.mem_get_info()[1]
+        with pytest.raises(torch.OutOfMemoryError, match="MAIA out of memory"):
+            torch.empty(total * 2, dtype=torch.uint8, device="maia")
+        torch.testing.assert_close(keep.cpu(), torch.arange(1000.0))
+        assert (torch.ones(10, device="maia") + 1).sum().item() == 20.0
+
+    def test_record_stream_delays_reuse(self):
+        side = torch.maia.Stream()
+        x = torch.ones(1 << 20, device="maia")
+        with torch.maia.stream(side):
+            y = x * 2
+        x.record_stream(side)
+        del x
+        side.synchronize()
+        torch.testing.assert_close(y.cpu(), torch.full((1 << 20,), 2.0))

@@ -1,0 +1,66 @@
+"""torch.Stream / torch.Event on maia, torch.maia streams, torch.accelerator."""
+
+import torch
+
+
+class TestStreams:
+    def test_current_default_and_set_stream(self):
+        default = torch.maia.default_stream()
+        assert torch.maia.current_stream() == default
+        s = torch.maia.Stream()
+        assert s != default and s.device == torch.device("maia:0")
+        with torch.maia.stream(s):
+            assert torch.maia.current_stream() == s
+            assert torch.accelerator.current_stream() == s
+        assert torch.maia.current_stream() == default
+        torch.maia.set_stream(s)
+        try:
+            assert torch.maia.current_stream() == s
+        finally:
+            torch.maia.set_stream(default)
+
+    def test_generic_stream_and_event(self):
+        s = torch.Stream(device="maia:1", priority=-1)
+        assert s.device == torch.device("maia:1")
+        e = torch.Event(device="maia:1", enable_timing=True)
+        with s:
+            x = torch.ones(100, device="maia:1")
+        e.record(s)
+        e.synchronize()
+        assert e.query() and s.query()
+        torch.testing.assert_close(x.cpu(), torch.ones(100))
+
+    def test_streams_per_device(self):
+        s1 = torch.maia.Stream(device=1)
+        assert torch.maia.current_stream(1) == torch.maia.default_stream(1)
+        with torch.maia.stream(s1):
+            assert torch.maia.current_stream(1) == s1
+            assert torch.maia.current_stream(0) == torch.maia.default_stream(0)
+
+    def test_event_timing_and_cross_stream_wait(self):
+        producer, consumer = torch.maia.Stream(), torch.maia.Stream()
+        start = torch.maia.Event(enable_timing=True)
+        done = torch.maia.Event(enable_timing=True)
+        start.record(producer)
+        with torch.maia.stream(producer):
+            x = torch.full((1 << 20,), 2.0, device="maia")
+        done.record(producer)
+        consumer.wait_event(done)
+        with torch.maia.stream(consumer):
+            y = x.clone()  # ordered after the producer by the event
+        consumer.synchronize()
+        torch.testing.assert_close(y.cpu(), torch.full((1 << 20,), 2.0))
+        assert start.elapsed_time(done) >= 0.0
+
+    def test_synchronize_apis(self):
+        torch.ones(10, device="maia:1")
+        torch.maia.synchronize(1)
+        torch.maia.synchronize()
+        torch.accelerator.synchronize()
+        torch.maia.current_stream().synchronize()
+
+    def test_never_recorded_event_is_complete(self):
+        e = torch.maia.Event()
+        assert e.query()
+        e.synchronize()
+        torch.maia.current_stream().wait_event(e)  # waits for nothing
