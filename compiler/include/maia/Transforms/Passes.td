@@ -1,0 +1,80 @@
+//===- Passes.td - maia passes -----------------------------*- tablegen -*-===//
+
+#ifndef MAIA_TRANSFORMS_PASSES_TD
+#define MAIA_TRANSFORMS_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MaiaLowerKernelABI : Pass<"maia-lower-kernel-abi", "::mlir::ModuleOp"> {
+  let summary = "Rewrite maia.kernel functions into MAIA entry points";
+  let description = [{
+    Rewrites every `maia.kernel` function into the entry point the driver
+    calls once per program id (docs/compiler.md, "ABI"):
+
+    ```c
+    void name(void* const* args, const maia_grid_t* grid);
+    ```
+
+    The function keeps its name and body. It takes two `!llvm.ptr`
+    arguments instead of its own: at entry it loads `args[i]`, then the
+    memref descriptor `{allocated, aligned, offset, sizes[R], strides[R]}`
+    or the scalar it points to, and casts each descriptor back to the
+    original memref type with `builtin.unrealized_conversion_cast` (the casts
+    cancel against the memref lowering). `maia.program_id d` and
+    `maia.num_programs d` become loads of `grid->program_id[d]` and
+    `grid->num_programs[d]`, done once at entry. The `maia.kernel` and
+    `maia.grid_rank` attributes are dropped.
+
+    Before:
+    ```mlir
+    func.func @k(%x: memref<?xf32>) attributes {maia.kernel} {
+      %pid = maia.program_id 0
+      ...
+    }
+    ```
+    After:
+    ```mlir
+    func.func @k(%args: !llvm.ptr, %grid: !llvm.ptr) {
+      %0 = llvm.getelementptr %args[0] : (!llvm.ptr) -> !llvm.ptr, !llvm.ptr
+      %1 = llvm.load %0 : !llvm.ptr -> !llvm.ptr
+      %2 = llvm.load %1 : !llvm.ptr -> !llvm.struct<(ptr, ptr, i64, array<1 x i64>, array<1 x i64>)>
+      %x = builtin.unrealized_conversion_cast %2 : ... to memref<?xf32>
+      ...
+    }
+    ```
+
+    A kernel that is referenced as a symbol (called) is an error: entry
+    points are only called by the driver.
+  }];
+  let dependentDialects = [
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::arith::ArithDialect",
+  ];
+}
+
+def MaiaApproximateMath : Pass<"maia-approximate-math"> {
+  let summary = "Replace math functions by vectorizable polynomial approximations";
+  let description = [{
+    Rewrites `math` ops (exp, expm1, log, log1p, log2, tanh, erf, atan,
+    atan2, sin, cos, asin, acos, cbrt, ...) on f32 (and f16/bf16 through f32)
+    scalars and vectors into polynomial approximations made of `arith` and
+    `vector` ops, so that vector code never calls scalar libm functions (LLVM
+    would scalarize those calls). Wraps upstream
+    `populateMathPolynomialApproximationPatterns` together with the algebraic
+    simplifications (`powf` by small constants into multiplications); MLIR 19
+    has no pass of its own for it.
+
+    ```mlir
+    %y = math.exp %x : vector<16xf32>
+    ```
+    becomes a sequence of `arith.mulf`/`math.fma`/`arith.select`/bit
+    manipulations on `vector<16xf32>` with no call.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
+#endif // MAIA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,3 @@
+func.func @k(%x: memref<?xf32>) {
+  return
+}

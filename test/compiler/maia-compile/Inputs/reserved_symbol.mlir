@@ -1,0 +1,3 @@
+func.func @maia_metadata() attributes {maia.kernel} {
+  return
+}

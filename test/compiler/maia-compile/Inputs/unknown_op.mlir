@@ -1,0 +1,4 @@
+func.func @k(%x: memref<?xf32>) attributes {maia.kernel} {
+  "foo.bar"() : () -> ()
+  return
+}

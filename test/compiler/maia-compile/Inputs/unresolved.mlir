@@ -1,0 +1,4 @@
+func.func @k(%x: f32) attributes {maia.kernel} {
+  vector.print %x : f32
+  return
+}
