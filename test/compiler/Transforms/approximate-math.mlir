@@ -39,3 +39,14 @@ func.func @half(%x: vector<8xf16>) -> vector<8xf16> {
   %e = math.exp %x : vector<8xf16>
   return %e : vector<8xf16>
 }
+
+// RUN: maia-opt %s -maia-approximate-math -verify-diagnostics -o /dev/null
+
+// f64 has no approximation upstream: a warning says it will be scalarized.
+func.func @f64_vector(%x: vector<8xf64>) -> vector<8xf64> {
+  // expected-warning @+1 {{'math.exp' on 'vector<8xf64>' has no vector approximation: it becomes one scalar libm call per lane}}
+  %e = math.exp %x : vector<8xf64>
+  // Native instructions: no warning.
+  %s = math.sqrt %e : vector<8xf64>
+  return %s : vector<8xf64>
+}
