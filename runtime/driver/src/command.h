@@ -27,8 +27,8 @@ class Command {
   virtual bool ready() const { return true; }
   /// Runs chunk index in [0, totalChunks()). Must not throw.
   virtual void runChunk(int64_t index) = 0;
-  /// Called once, after every chunk ran (or was skipped), before the
-  /// stream moves on.
+  /// Called once, after every chunk ran (or was skipped) and the stream
+  /// counted the command complete; must not touch the stream.
   virtual void finish() {}
   /// Whether chunks are skipped on a faulted device. Event records still
   /// complete so that nothing waits forever on a broken device.

@@ -41,12 +41,14 @@ class EventRecordCommand final : public Command {
   EventRecordCommand(std::shared_ptr<Event> event, uint64_t generation)
       : event_(std::move(event)), generation_(generation) {}
   void runChunk(int64_t) override;
+  void finish() override;
   bool skippedOnFault() const override { return false; }
   std::string describe() const override { return "event record"; }
 
  private:
   std::shared_ptr<Event> event_;
   uint64_t generation_;
+  int64_t timestamp_ns_ = 0;
 };
 
 /// Holds its stream until the event's record (as of enqueue time) completes.

@@ -124,13 +124,16 @@ void Scheduler::runClaim(Claim claim) {
 }
 
 void Scheduler::completeHead(Stream* stream, Command* command) {
-  command->finish();
   {
     std::lock_guard<SpinLock> lock(stream->mutex);
     stream->queue.pop_front();
   }
-  delete command;
+  // The stream is done with the command before anyone can observe its
+  // effect (an event's completion): a host that synchronized an event may
+  // destroy the stream at once. Nothing touches the stream after this.
   stream->completed.fetch_add(1, std::memory_order_seq_cst);
+  command->finish();
+  delete command;
   pending_.fetch_sub(1, std::memory_order_seq_cst);
   epoch_.fetch_add(1, std::memory_order_seq_cst);
   if (parked_hosts_.load(std::memory_order_seq_cst) > 0) {
