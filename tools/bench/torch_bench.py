@@ -1,0 +1,102 @@
+"""PyTorch-level maia benchmarks, each a ratio against a baseline measured in
+the same run (interleaved, best of N):
+
+- dispatch: a trivial custom operator with identical CPU and PrivateUse1
+  kernels, called on a CPU tensor vs a maia tensor (target ratio <= 1.05);
+- alloc: allocate + free a small tensor, maia caching allocator vs the CPU
+  allocator (target <= 1.2);
+- import: `import torch` with maia autoloaded vs with autoload disabled
+  (target: at most 100 ms more).
+
+Usage: python tools/bench/torch_bench.py [--json FILE] [--ops-library PATH]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import torch
+
+
+def interleaved(base, candidate, rounds=15, calls=20000):
+    """Best per-call time (ns) of base and candidate, measured alternately."""
+    best_base = best_candidate = float("inf")
+    for _ in range(rounds):
+        for fn, slot in ((base, 0), (candidate, 1)):
+            start = time.perf_counter_ns()
+            for _ in range(calls):
+                fn()
+            per_call = (time.perf_counter_ns() - start) / calls
+            if slot == 0:
+                best_base = min(best_base, per_call)
+            else:
+                best_candidate = min(best_candidate, per_call)
+    return best_base, best_candidate
+
+
+def bench_dispatch(library):
+    torch.ops.load_library(library)
+    noop = torch.ops.maia_bench.noop.default
+    cpu = torch.ones(4)
+    maia = torch.ones(4, device="maia")
+    return interleaved(lambda: noop(cpu), lambda: noop(maia))
+
+
+def bench_alloc():
+    torch.empty(256, device="maia")  # warm the cache
+    cpu, maia = torch.device("cpu"), torch.device("maia:0")
+    return interleaved(lambda: torch.empty(256, device=cpu),
+                       lambda: torch.empty(256, device=maia))
+
+
+def bench_import(rounds=7):
+    def timed(autoload):
+        env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="1" if autoload else "0")
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "import torch"], env=env, check=True)
+        return (time.perf_counter() - start) * 1e3
+
+    without, with_maia = [], []
+    for _ in range(rounds):
+        without.append(timed(False))
+        with_maia.append(timed(True))
+    return statistics.median(without), statistics.median(with_maia)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json")
+    parser.add_argument("--ops-library", required=True,
+                        help="path of libmaia_dispatch_bench_ops.so")
+    args = parser.parse_args()
+    results = []
+
+    def report(name, unit, baseline_name, baseline, value, target, ratio=None):
+        ratio = value / baseline if ratio is None else ratio
+        results.append(dict(name=name, unit=unit, baseline_name=baseline_name,
+                            baseline=baseline, value=value, ratio=ratio, target=target))
+        print(f"{name:42s} {value:9.1f} {unit} | {baseline_name:30s} {baseline:9.1f} {unit}"
+              f" | ratio {ratio:5.3f} (target {target})")
+
+    cpu_ns, maia_ns = bench_dispatch(args.ops_library)
+    report("custom op dispatch, maia tensor", "ns", "same op, CPU tensor", cpu_ns, maia_ns,
+           "<= 1.05")
+    cpu_ns, maia_ns = bench_alloc()
+    report("torch.empty(256) + free, maia", "ns", "torch.empty(256) + free, CPU", cpu_ns,
+           maia_ns, "<= 1.2")
+    without, with_maia = bench_import()
+    report("import torch, maia autoloaded", "ms", "import torch, autoload off", without,
+           with_maia, "<= +100 ms", ratio=with_maia / without)
+    print(f"  import overhead: {with_maia - without:+.1f} ms")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"benchmark": "torch_bench", "torch": torch.__version__,
+                       "results": results}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
