@@ -116,8 +116,9 @@ TEST_F(MutationTest, CorruptedBinariesNeverCrashInspect) {
     maia_e2e::writeFile(path, bytes);
     ProcessResult result = runProcess({compilerPath(), "--inspect", path});
     ASSERT_FALSE(result.signaled) << "mutant binary " << i << ": " << describe(result);
-    if (result.exitCode != 0)
+    if (result.exitCode != 0) {
       EXPECT_NE(result.err.find("error"), std::string::npos) << describe(result);
+    }
   }
   ProcessResult empty = runProcess({compilerPath(), "--inspect", "/dev/null"});
   EXPECT_EQ(empty.exitCode, 1);
