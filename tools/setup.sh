@@ -72,7 +72,8 @@ install_torch_maia() {
   local project="$MAIA_ROOT/runtime/python/pyproject.toml"
   local stamp="$MAIA_VENV/.maia-torch-maia.sha256"
   local wanted
-  wanted="$(cat "$project" "$MAIA_ROOT/runtime/python/torch_maia/__init__.py" | sha256sum | cut -d' ' -f1)"
+  # The stamp covers the package metadata and how it is installed.
+  wanted="$( (cat "$project"; declare -f install_torch_maia) | sha256sum | cut -d' ' -f1)"
   [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]] && return 0
   log "installing torch_maia (editable) into .venv"
   # compat mode: a plain path in a .pth file; the default mode's import
