@@ -30,7 +30,9 @@ MAIA_METADATA(R"json({
       {"kind": "memref", "dtype": "i64", "rank": 2, "strides": [3, 1]}]},
     {"name": "trap_at", "symbol": "trap_at", "grid_rank": 1, "args": [
       {"kind": "memref", "dtype": "i32", "rank": 1, "strides": [1]},
-      {"kind": "scalar", "dtype": "i64"}]}
+      {"kind": "scalar", "dtype": "i64"}]},
+    {"name": "wait_for_flag", "symbol": "wait_for_flag", "grid_rank": 1, "args": [
+      {"kind": "memref", "dtype": "i32", "rank": 1, "strides": [1]}]}
   ]
 })json");
 
@@ -93,4 +95,13 @@ MAIA_KERNEL trap_at(void* const* args, const maia_grid_t* grid) {
   int64_t pid = linearProgramId(grid);
   if (pid == bad_program) __builtin_trap();
   if (pid < out.sizes[0]) out.at(pid) = 1;
+}
+
+/// Busy-waits until flag[0] becomes non-zero (written by a copy on another
+/// stream): holds a device core and its stream for as long as a test wants,
+/// so that overlap is observed without depending on timing.
+MAIA_KERNEL wait_for_flag(void* const* args, const maia_grid_t*) {
+  const auto& flag = memref<int32_t, 1>(args, 0);
+  auto* word = reinterpret_cast<volatile int32_t*>(&flag.at(0));
+  while (*word == 0) __builtin_ia32_pause();
 }
