@@ -33,7 +33,7 @@ typedef struct maiaCompilerOptions {
   int opt_level;               /* 0..3; default 2 */
   const char* target_cpu;      /* NULL or "host": the host CPU */
   const char* target_features; /* NULL or e.g. "+avx512f" */
-  maiaCompilerEmit emit;       /* default maiaCompilerEmitBinary */
+  int emit;                    /* a maiaCompilerEmit; default Binary */
   const char* source_name;     /* NULL: "<input>" */
 } maiaCompilerOptions;
 

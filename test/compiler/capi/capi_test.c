@@ -64,7 +64,7 @@ int main(void) {
   /* Misuse is refused, not a crash. */
   EXPECT(maiaCompilerCompile(NULL, kKernel, 1, &options, &result) != 0);
   EXPECT(maiaCompilerCompile(compiler, NULL, 5, &options, &result) != 0);
-  options.emit = (maiaCompilerEmit)42;
+  options.emit = 42;
   EXPECT(maiaCompilerCompile(compiler, kKernel, strlen(kKernel), &options, &result) != 0);
 
   maiaCompilerDestroy(compiler);
