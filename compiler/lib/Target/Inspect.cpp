@@ -28,7 +28,8 @@ const char *const kDtypes[] = {"i1",  "i8",   "i16", "i32", "i64",  "ui8",
 
 /// Validates the metadata JSON; returns an empty string or the problem.
 std::string checkMetadata(const llvm::json::Value &root,
-                          const llvm::StringSet<> &exported) {
+                          const llvm::StringSet<> &exported,
+                          const llvm::StringSet<> &functions) {
   const Object *object = root.getAsObject();
   if (!object)
     return "metadata: the top level is not a JSON object";
@@ -74,6 +75,8 @@ std::string checkMetadata(const llvm::json::Value &root,
     if (!exported.contains(*symbol))
       return where + ": symbol '" + symbol->str() +
              "' is not exported by the binary";
+    if (!functions.contains(*symbol))
+      return where + ": symbol '" + symbol->str() + "' is not a function";
     std::optional<int64_t> gridRank = kernel->getInteger("grid_rank");
     if (!gridRank || *gridRank < 1 || *gridRank > 3)
       return where + ": 'grid_rank' must be 1, 2 or 3";
@@ -169,23 +172,26 @@ bool inspectELF(const llvm::object::ELFObjectFile<ELFT> &file,
     return false;
   }
 
-  llvm::StringSet<> exported;
-  for (const llvm::object::ELFSymbolRef &symbol : file.getDynamicSymbolIterators()) {
+  // Defined dynamic symbols: what dlsym can find.
+  llvm::StringSet<> exported, functions;
+  for (const llvm::object::ELFSymbolRef &symbol :
+       file.getDynamicSymbolIterators()) {
     llvm::Expected<llvm::StringRef> name = symbol.getName();
     if (!name) {
-      llvm::consumeError(name.takeError());
+      error = "bad dynamic symbol name: " + llvm::toString(name.takeError());
+      return false;
+    }
+    llvm::Expected<llvm::object::section_iterator> where = symbol.getSection();
+    if (!where) {
+      error = "bad section of dynamic symbol '" + name->str() +
+              "': " + llvm::toString(where.takeError());
+      return false;
+    }
+    if (*where == file.section_end())
       continue;
-    }
-    if (symbol.getELFType() != llvm::ELF::STT_NOTYPE ||
-        !name->empty()) {
-      llvm::Expected<llvm::object::section_iterator> where = symbol.getSection();
-      if (!where) {
-        llvm::consumeError(where.takeError());
-        continue;
-      }
-      if (*where != file.section_end())
-        exported.insert(*name);
-    }
+    exported.insert(*name);
+    if (symbol.getELFType() == llvm::ELF::STT_FUNC)
+      functions.insert(*name);
   }
   if (!exported.contains("maia_metadata")) {
     error = "the binary does not export the symbol 'maia_metadata'";
@@ -202,7 +208,7 @@ bool inspectELF(const llvm::object::ELFObjectFile<ELFT> &file,
     error = "metadata is not valid JSON: " + llvm::toString(json.takeError());
     return false;
   }
-  error = checkMetadata(*json, exported);
+  error = checkMetadata(*json, exported, functions);
   if (!error.empty())
     return false;
   metadata = llvm::formatv("{0:2}", *json).str();
