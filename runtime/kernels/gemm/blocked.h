@@ -1,0 +1,164 @@
+// The cache-blocked GEMM loops (Goto/BLIS order) around the microkernel.
+//
+//   for jc in N by kNC:             B panel  kKC x kNC  packed, lives in L3
+//     for pc in K by kKC:
+//       for ic in M by kMC:         A block  kMC x kKC  packed, lives in L2
+//         for jr in nc by kNR:      B micro-panel kKC x kNR stays in L1
+//           for ir in mc by kMR:    microkernel streams A micro-panels
+//
+// fp32 C accumulates in place across K blocks (the first applies beta, the
+// rest add), as BLAS does. bf16/f16 C must be rounded once, so those
+// outputs accumulate an kMC x kNC block in an fp32 buffer over all of K and
+// are converted at the end (B is then repacked per A block: ~1/(2 kMC) of
+// the work).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+#include "element.h"
+#include "microkernel.h"
+#include "pack.h"
+#include "scratch.h"
+
+namespace maia_gemm {
+
+// Measured on Zen 5 (1 MiB L2 per core, 32 MiB shared L3): KC 128 was
+// ~15% slower than 256-512, MC and NC within noise; NC 2048 keeps the two
+// cores' B panels (3 MiB each) well inside L3 next to other tenants.
+#if defined(__AVX512F__)
+constexpr int64_t kKC = 384, kMC = 10 * kMR, kNC = 2048;
+#else
+constexpr int64_t kKC = 256, kMC = 24 * kMR, kNC = 2048;
+#endif
+
+inline int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/// One GEMM: C[m x n] = alpha * A[m x k] @ B[k x n] + beta * C.
+template <typename T>
+struct Problem {
+  int64_t m, n, k;
+  View<T> a, b;
+  T* c;
+  int64_t rsc, csc;
+  float alpha, beta;
+};
+
+/// c = alpha * tile + beta * c over rows x cols of a kMR x kNR fp32 tile
+/// (row stride kNR); beta == 0 does not read c.
+template <typename T>
+void mergeTile(const float* tile, int64_t ldt, int64_t rows, int64_t cols, T* c, int64_t rs,
+               int64_t cs, float alpha, float beta) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      T& out = c[i * rs + j * cs];
+      float v = alpha * tile[i * ldt + j];
+      if (beta != 0.0f) v += beta * toFloat(out);
+      out = fromFloat<T>(v);
+    }
+}
+
+/// C[mc x nc] = alpha * Ap @ Bp + beta * C for packed A (mc rows) and B (nc
+/// columns). Full tiles of a unit-column-stride C go straight from the
+/// registers; edge tiles and strided C through a small tile.
+inline void macroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, const float* bp,
+                        float* c, int64_t rs, int64_t cs, float alpha, float beta) {
+  alignas(64) float tile[kMR * kNR];
+  for (int64_t j0 = 0; j0 < nc; j0 += kNR) {
+    int64_t cols = std::min<int64_t>(kNR, nc - j0);
+    const float* bpanel = bp + j0 * kc;
+    for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
+      int64_t rows = std::min<int64_t>(kMR, mc - i0);
+      const float* apanel = ap + i0 * kc;
+      float* ct = c + i0 * rs + j0 * cs;
+      if (rows == kMR && cols == kNR && cs == 1) {
+        microKernel(kc, apanel, bpanel, ct, rs, alpha, beta);
+      } else {
+        microKernel(kc, apanel, bpanel, tile, kNR, 1.0f, 0.0f);
+        mergeTile(tile, kNR, rows, cols, ct, rs, cs, alpha, beta);
+      }
+    }
+  }
+}
+
+/// C = beta * C (K == 0 or alpha == 0: A and B are not read, as in BLAS).
+template <typename T>
+void scaleC(const Problem<T>& p) {
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j) {
+      T& out = p.c[i * p.rsc + j * p.csc];
+      out = fromFloat<T>(p.beta == 0.0f ? 0.0f : p.beta * toFloat(out));
+    }
+}
+
+inline void runBlocked(const Problem<float>& p, Scratch& s) {
+  const int64_t nc_max = std::min(kNC, roundUp(p.n, kNR));
+  const int64_t kc_max = std::min(kKC, p.k);
+  const int64_t mc_max = std::min(kMC, roundUp(p.m, kMR));
+  float* bp = s.b.get(kc_max * nc_max);
+  float* ap = s.a.get(mc_max * kc_max);
+  for (int64_t jc = 0; jc < p.n; jc += kNC) {
+    int64_t nc = std::min(kNC, p.n - jc);
+    for (int64_t pc = 0; pc < p.k; pc += kKC) {
+      int64_t kc = std::min(kKC, p.k - pc);
+      packB(View<float>{&p.b.at(pc, jc), p.b.rs, p.b.cs}, kc, nc, bp);
+      float beta = pc == 0 ? p.beta : 1.0f;
+      for (int64_t ic = 0; ic < p.m; ic += kMC) {
+        int64_t mc = std::min(kMC, p.m - ic);
+        packA(View<float>{&p.a.at(ic, pc), p.a.rs, p.a.cs}, mc, kc, ap);
+        macroKernel(mc, nc, kc, ap, bp, p.c + ic * p.rsc + jc * p.csc, p.rsc, p.csc, p.alpha,
+                    beta);
+      }
+    }
+  }
+}
+
+template <typename T>
+void runBlocked(const Problem<T>& p, Scratch& s) {
+  const int64_t nc_max = std::min(kNC, roundUp(p.n, kNR));
+  const int64_t kc_max = std::min(kKC, p.k);
+  const int64_t mc_max = std::min(kMC, roundUp(p.m, kMR));
+  float* bp = s.b.get(kc_max * nc_max);
+  float* ap = s.a.get(mc_max * kc_max);
+  float* acc = s.acc.get(mc_max * nc_max);
+  for (int64_t jc = 0; jc < p.n; jc += kNC) {
+    int64_t nc = std::min(kNC, p.n - jc), nc_pad = roundUp(nc, kNR);
+    for (int64_t ic = 0; ic < p.m; ic += kMC) {
+      int64_t mc = std::min(kMC, p.m - ic), mc_pad = roundUp(mc, kMR);
+      for (int64_t pc = 0; pc < p.k; pc += kKC) {
+        int64_t kc = std::min(kKC, p.k - pc);
+        packB(View<T>{&p.b.at(pc, jc), p.b.rs, p.b.cs}, kc, nc, bp);
+        packA(View<T>{&p.a.at(ic, pc), p.a.rs, p.a.cs}, mc, kc, ap);
+        // Padded panels are zero, so the whole padded block is full tiles.
+        macroKernel(mc_pad, nc_pad, kc, ap, bp, acc, nc_pad, 1, 1.0f, pc == 0 ? 0.0f : 1.0f);
+      }
+      mergeTile(acc, nc_pad, mc, nc, p.c + ic * p.rsc + jc * p.csc, p.rsc, p.csc, p.alpha,
+                p.beta);
+    }
+  }
+}
+
+/// Runs one GEMM, as C = A @ B or as C^T = B^T @ A^T: the transposed form
+/// makes the stores of a column-major C contiguous, and it pads less when C
+/// is tall and narrow (a matrix-vector product pads N to kNR = 32 columns
+/// but M only to kMR rows).
+template <typename T>
+void gemm(Problem<T> p) {
+  if (p.m == 0 || p.n == 0) return;
+  if (p.k == 0 || p.alpha == 0.0f) return scaleC(p);
+  auto padded = [](int64_t rows, int64_t cols) { return roundUp(rows, kMR) * roundUp(cols, kNR); };
+  bool transpose = p.csc != 1 && p.rsc == 1;
+  int64_t as_is = padded(p.m, p.n), transposed = padded(p.n, p.m);
+  if ((transpose ? as_is : transposed) * 4 < (transpose ? transposed : as_is) * 3)
+    transpose = !transpose;
+  if (transpose) {
+    std::swap(p.m, p.n);
+    std::swap(p.rsc, p.csc);
+    View<T> at{p.a.data, p.a.cs, p.a.rs};
+    p.a = View<T>{p.b.data, p.b.cs, p.b.rs};
+    p.b = at;
+  }
+  runBlocked(p, threadScratch());
+}
+
+}  // namespace maia_gemm

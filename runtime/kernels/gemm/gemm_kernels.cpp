@@ -1,0 +1,122 @@
+// maia_gemm_kernels_{v4,v3}.maiabin: the device GEMM kernels.
+//
+//   gemm_f32 (A, B, C, alpha, beta)   A, B, C: memref<?x?x?xf32>, any strides
+//   gemm_bf16(A, B, C, alpha, beta)   ... xbf16; alpha, beta: f32 scalars
+//   gemm_f16 (A, B, C, alpha, beta)   ... xf16
+//
+// C[b] = alpha * A[b] @ B[b] + beta * C[b] for b < batch, with A [batch', M,
+// K], B [batch', K, N], C [batch, M, N] (batch' is batch or 1) and strides
+// in elements: 0 broadcasts a batch, a row stride of 1 is a transposed
+// operand. beta == 0 never reads C (it may hold NaN); K == 0 or alpha == 0
+// gives beta * C without reading A or B (as BLAS). bf16/f16 accumulate in
+// fp32 and round once to the output type. Shapes that do not agree trap:
+// the driver reports it as the device's sticky error naming the kernel.
+//
+// Grid: grid[0] splits the rows of C, grid[1] its columns (in whole
+// micro-tiles), grid[2] the batch; any grid >= 1 is correct. Launch with
+// maia_gemm_grid() from gemm_launch.h.
+//
+// The same sources build two binaries: _v4 (-march=x86-64-v4, AVX-512
+// microkernel) and _v3 (-march=x86-64-v3, AVX2). The driver refuses a
+// binary whose target features the host lacks (maiaErrorUnsupportedImage),
+// so a loader tries _v4 first, then _v3.
+#include <maia/runtime.h>
+
+#include <cstdint>
+
+#include "blocked.h"
+#include "element.h"
+
+#if defined(__AVX512F__)
+#define MAIA_GEMM_FEATURES                                                          \
+  R"j(["avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd", "avx2", "fma", )j" \
+  R"j("f16c", "bmi", "bmi2", "lzcnt", "movbe"])j"
+#else
+#define MAIA_GEMM_FEATURES R"j(["avx2", "fma", "f16c", "bmi", "bmi2", "lzcnt", "movbe"])j"
+#endif
+
+#define MAIA_GEMM_ARGS(dtype)                                        \
+  R"j([{"kind": "memref", "dtype": ")j" dtype R"j(", "rank": 3, "strides": [null, null, null]},)j" \
+  R"j( {"kind": "memref", "dtype": ")j" dtype R"j(", "rank": 3, "strides": [null, null, null]},)j" \
+  R"j( {"kind": "memref", "dtype": ")j" dtype R"j(", "rank": 3, "strides": [null, null, null]},)j" \
+  R"j( {"kind": "scalar", "dtype": "f32"}, {"kind": "scalar", "dtype": "f32"}])j"
+
+extern "C" __attribute__((visibility("default"), used, section(".maia.meta")))
+const char maia_metadata[] =
+    R"j({"format": "maia-kernel-binary", "format_version": 1,)j"
+    R"j( "compiler": "host-c++ (runtime/kernels/gemm)",)j"
+    R"j( "target": {"cpu": "x86-64", "features": )j" MAIA_GEMM_FEATURES R"j(},)j"
+    R"j( "kernels": [)j"
+    R"j({"name": "gemm_f32", "symbol": "gemm_f32", "grid_rank": 3, "args": )j" MAIA_GEMM_ARGS("f32") "},"
+    R"j({"name": "gemm_bf16", "symbol": "gemm_bf16", "grid_rank": 3, "args": )j" MAIA_GEMM_ARGS("bf16") "},"
+    R"j({"name": "gemm_f16", "symbol": "gemm_f16", "grid_rank": 3, "args": )j" MAIA_GEMM_ARGS("f16") "}"
+    "]}";
+
+namespace maia_gemm {
+namespace {
+
+/// The MLIR memref descriptor of rank 3 (DESIGN section 5).
+template <typename T>
+struct MemRef3 {
+  T* allocated;
+  T* aligned;
+  int64_t offset;
+  int64_t sizes[3];
+  int64_t strides[3];
+};
+
+/// [begin, end) of the part-th of parts near-equal slices of n elements,
+/// cut at multiples of unit.
+struct Range {
+  int64_t begin, end;
+};
+Range split(int64_t n, int64_t unit, int64_t parts, int64_t part) {
+  int64_t units = (n + unit - 1) / unit;
+  int64_t begin = units * part / parts * unit, end = units * (part + 1) / parts * unit;
+  return {begin < n ? begin : n, end < n ? end : n};
+}
+
+template <typename T>
+void gemmProgram(void* const* args, const maia_grid_t* grid) {
+  const auto& a = *static_cast<const MemRef3<T>*>(args[0]);
+  const auto& b = *static_cast<const MemRef3<T>*>(args[1]);
+  const auto& c = *static_cast<const MemRef3<T>*>(args[2]);
+  const float alpha = *static_cast<const float*>(args[3]);
+  const float beta = *static_cast<const float*>(args[4]);
+  const int64_t batch = c.sizes[0], m = c.sizes[1], n = c.sizes[2], k = a.sizes[2];
+  if (a.sizes[1] != m || b.sizes[1] != k || b.sizes[2] != n ||
+      (a.sizes[0] != batch && a.sizes[0] != 1) || (b.sizes[0] != batch && b.sizes[0] != 1))
+    __builtin_trap();
+  // A batch of size 1 broadcasts whatever its stride says.
+  const int64_t a_batch_stride = a.sizes[0] == 1 ? 0 : a.strides[0];
+  const int64_t b_batch_stride = b.sizes[0] == 1 ? 0 : b.strides[0];
+
+  Range rows = split(m, kMR, grid->num_programs[0], grid->program_id[0]);
+  Range cols = split(n, kNR, grid->num_programs[1], grid->program_id[1]);
+  Range mats = split(batch, 1, grid->num_programs[2], grid->program_id[2]);
+  for (int64_t i = mats.begin; i < mats.end; ++i) {
+    const T* a0 = a.aligned + a.offset + i * a_batch_stride + rows.begin * a.strides[1];
+    const T* b0 = b.aligned + b.offset + i * b_batch_stride + cols.begin * b.strides[2];
+    T* c0 = c.aligned + c.offset + i * c.strides[0] + rows.begin * c.strides[1] +
+            cols.begin * c.strides[2];
+    gemm(Problem<T>{rows.end - rows.begin, cols.end - cols.begin, k,
+                    View<T>{a0, a.strides[1], a.strides[2]},
+                    View<T>{b0, b.strides[1], b.strides[2]}, c0, c.strides[1], c.strides[2],
+                    alpha, beta});
+  }
+}
+
+}  // namespace
+}  // namespace maia_gemm
+
+#define MAIA_KERNEL extern "C" __attribute__((visibility("default"))) void
+
+MAIA_KERNEL gemm_f32(void* const* args, const maia_grid_t* grid) {
+  maia_gemm::gemmProgram<float>(args, grid);
+}
+MAIA_KERNEL gemm_bf16(void* const* args, const maia_grid_t* grid) {
+  maia_gemm::gemmProgram<maia_gemm::bf16>(args, grid);
+}
+MAIA_KERNEL gemm_f16(void* const* args, const maia_grid_t* grid) {
+  maia_gemm::gemmProgram<maia_gemm::f16>(args, grid);
+}
