@@ -9,11 +9,13 @@
 // or permuted by PyTorch's CPU copy, and written back.
 #include <ATen/CachedTensorUtils.h>
 #include <ATen/core/CachingHostAllocator.h>
+#include <ATen/TensorIterator.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
+#include "ops/EagerKernels.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -110,9 +112,32 @@ void copyMaiaToHost(const at::Tensor& src, const at::Tensor& dst, bool non_block
   MAIA_CHECK(maiaStreamSynchronize(driverStream(stream)));
 }
 
+/// Converts and/or re-strides src into dst on dst's device with a cast
+/// kernel (src already on that device).
+void castOnDevice(const at::Tensor& src, const at::Tensor& dst) {
+  at::TensorIterator iter = at::TensorIteratorConfig()
+                                .add_output(dst)
+                                .add_const_input(src)
+                                .check_all_same_dtype(false)
+                                .resize_outputs(false)
+                                .build();
+  std::string kernel = std::string("cast_") + dtypeSuffix(src.scalar_type()) + "_" +
+                       dtypeSuffix(dst.scalar_type());
+  launchElementwise(eagerKernel(kernel), iter);
+}
+
 void copyMaiaToMaia(const at::Tensor& src, const at::Tensor& dst) {
   if (!isBytewiseCopy(src, dst)) {
-    writeThroughHost(hostViewOf(src), dst);
+    if (src.device() == dst.device()) {
+      castOnDevice(src, dst);
+    } else {
+      // Across devices: make src dense on its device, move the bytes, then
+      // convert on the destination device.
+      at::Tensor dense = src.contiguous();
+      at::Tensor moved = at::empty(src.sizes(), dense.options().device(dst.device()));
+      copyMaiaToMaia(dense, moved);
+      castOnDevice(moved.expand(dst.sizes()), dst);
+    }
     return;
   }
   c10::DeviceIndex from = src.device().index(), to = dst.device().index();

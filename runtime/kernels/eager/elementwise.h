@@ -1,0 +1,110 @@
+// The strided elementwise loop shared by every eager elementwise kernel.
+//
+// Operands are rank-4 memrefs over the same iteration shape (the output's);
+// broadcast inputs have stride 0. Each program owns a contiguous slice of
+// the linear iteration space and walks it one innermost run at a time: runs
+// whose operands are all unit-stride use a loop the compiler vectorizes.
+#pragma once
+
+#include <array>
+#include <cstdint>
+
+#include "maia_kernel_abi.h"
+#include "scalar_types.h"
+
+namespace maia_eager {
+
+constexpr int kRank = 4;
+
+template <typename T>
+using Ref = maia_kernel::MemRef<T, kRank>;
+
+/// Calls body(out_ptr, in_ptrs..., count, unit_stride) for each innermost
+/// run of this program's slice.
+template <typename Out, typename... Ins, typename Body>
+void forEachRun(const maia_grid_t* grid, const Ref<Out>& out, const Ref<Ins>&... ins,
+                Body&& body) {
+  int64_t total = 1;
+  for (int d = 0; d < kRank; ++d) total *= out.sizes[d];
+  if (total == 0) return;
+  maia_kernel::Slice slice = maia_kernel::programSlice(grid, total);
+  if (slice.begin >= slice.end) return;
+  const int64_t inner = out.sizes[kRank - 1];
+  // Multi-index of the slice start (dimension kRank-1 fastest).
+  std::array<int64_t, kRank> index{};
+  int64_t rest = slice.begin;
+  for (int d = kRank - 1; d >= 0; --d) {
+    index[d] = rest % out.sizes[d];
+    rest /= out.sizes[d];
+  }
+  auto offsetOf = [&](const auto& ref) {
+    int64_t offset = ref.offset;
+    for (int d = 0; d < kRank; ++d) offset += index[d] * ref.strides[d];
+    return offset;
+  };
+  const bool unit = out.strides[kRank - 1] == 1 && ((ins.strides[kRank - 1] == 1) && ...);
+  int64_t position = slice.begin;
+  while (position < slice.end) {
+    int64_t count = std::min(inner - index[kRank - 1], slice.end - position);
+    body(out.aligned + offsetOf(out), (ins.aligned + offsetOf(ins))..., count, unit,
+         out.strides[kRank - 1], ins.strides[kRank - 1]...);
+    position += count;
+    index[kRank - 1] += count;
+    for (int d = kRank - 1; d > 0 && index[d] == out.sizes[d]; --d) {
+      index[d] = 0;
+      ++index[d - 1];
+    }
+  }
+}
+
+/// out = fn(in) elementwise.
+template <typename Out, typename In, typename Fn>
+void unary(void* const* args, const maia_grid_t* grid, Fn fn) {
+  const auto& out = maia_kernel::memref<Out, kRank>(args, 0);
+  const auto& in = maia_kernel::memref<In, kRank>(args, 1);
+  forEachRun<Out, In>(grid, out, in,
+                      [&](Out* o, const In* a, int64_t n, bool unit, int64_t so, int64_t sa) {
+                        if (unit) {
+                          for (int64_t i = 0; i < n; ++i) o[i] = store<Out>(fn(load(a[i])));
+                        } else {
+                          for (int64_t i = 0; i < n; ++i)
+                            o[i * so] = store<Out>(fn(load(a[i * sa])));
+                        }
+                      });
+}
+
+/// out = fn(a, b) elementwise.
+template <typename Out, typename A, typename B, typename Fn>
+void binary(void* const* args, const maia_grid_t* grid, Fn fn) {
+  const auto& out = maia_kernel::memref<Out, kRank>(args, 0);
+  const auto& a = maia_kernel::memref<A, kRank>(args, 1);
+  const auto& b = maia_kernel::memref<B, kRank>(args, 2);
+  forEachRun<Out, A, B>(grid, out, a, b,
+                        [&](Out* o, const A* x, const B* y, int64_t n, bool unit, int64_t so,
+                            int64_t sx, int64_t sy) {
+                          if (unit) {
+                            for (int64_t i = 0; i < n; ++i)
+                              o[i] = store<Out>(fn(load(x[i]), load(y[i])));
+                          } else {
+                            for (int64_t i = 0; i < n; ++i)
+                              o[i * so] = store<Out>(fn(load(x[i * sx]), load(y[i * sy])));
+                          }
+                        });
+}
+
+/// out = fn(cond, a, b) elementwise (where).
+template <typename Out, typename Fn>
+void ternarySelect(void* const* args, const maia_grid_t* grid, Fn fn) {
+  const auto& out = maia_kernel::memref<Out, kRank>(args, 0);
+  const auto& c = maia_kernel::memref<bool, kRank>(args, 1);
+  const auto& a = maia_kernel::memref<Out, kRank>(args, 2);
+  const auto& b = maia_kernel::memref<Out, kRank>(args, 3);
+  forEachRun<Out, bool, Out, Out>(
+      grid, out, c, a, b,
+      [&](Out* o, const bool* pc, const Out* x, const Out* y, int64_t n, bool, int64_t so,
+          int64_t sc, int64_t sx, int64_t sy) {
+        for (int64_t i = 0; i < n; ++i) o[i * so] = fn(pc[i * sc], x[i * sx], y[i * sy]);
+      });
+}
+
+}  // namespace maia_eager

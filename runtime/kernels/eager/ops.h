@@ -1,0 +1,152 @@
+// The scalar functions of the eager elementwise kernels, one functor each.
+// They compute in the compute type (float for float16/bfloat16) and follow
+// PyTorch's CPU semantics (floor division, NaN propagation of max/min, ...).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <type_traits>
+
+#include "scalar_types.h"
+
+namespace maia_eager::op {
+
+template <typename C>
+struct Add {
+  C alpha;
+  C operator()(C a, C b) const { return a + alpha * b; }
+};
+struct Mul {
+  template <typename C> C operator()(C a, C b) const { return a * b; }
+};
+struct Div {
+  template <typename C> C operator()(C a, C b) const { return a / b; }
+};
+struct DivTrunc {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) return std::trunc(a / b);
+    else return b == 0 ? C(0) : C(a / b);  // PyTorch raises for ints; callers check
+  }
+};
+/// trunc(a / b) with the quotient first rounded to the storage type T, as
+/// PyTorch's CPU kernel does for float16/bfloat16.
+template <typename T>
+struct DivTruncRounded {
+  float operator()(float a, float b) const { return std::trunc(load(store<T>(a / b))); }
+};
+struct DivFloor {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      if (b == 0) return a / b;
+      C mod = std::fmod(a, b);
+      C div = (a - mod) / b;
+      if (mod != 0 && ((b < 0) != (mod < 0))) div -= C(1);
+      if (div == 0) return std::copysign(C(0), a / b);
+      C floor_div = std::floor(div);
+      if (div - floor_div > C(0.5)) floor_div += C(1);
+      return floor_div;
+    } else {
+      if (b == 0) return C(0);
+      C q = a / b;
+      if ((a % b != 0) && ((a < 0) != (b < 0))) --q;
+      return q;
+    }
+  }
+};
+struct Maximum {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>)
+      if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
+    return a > b ? a : b;
+  }
+};
+struct Minimum {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>)
+      if (std::isnan(a) || std::isnan(b)) return std::isnan(a) ? a : b;
+    return a < b ? a : b;
+  }
+};
+struct Pow {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      return std::pow(a, b);
+    } else if constexpr (std::is_same_v<C, bool>) {
+      return a || !b;
+    } else {
+      // Integer powers by squaring, as PyTorch computes them.
+      if (b < 0) {
+        if (a == 1) return C(1);
+        if (a == -1) return (b % 2) ? C(-1) : C(1);
+        return C(0);
+      }
+      C result = 1;
+      for (C base = a, e = b; e; e >>= 1, base *= base)
+        if (e & 1) result *= base;
+      return result;
+    }
+  }
+};
+
+// Comparisons and logical operators produce bool.
+struct Eq { template <typename C> bool operator()(C a, C b) const { return a == b; } };
+struct Ne { template <typename C> bool operator()(C a, C b) const { return a != b; } };
+struct Lt { template <typename C> bool operator()(C a, C b) const { return a < b; } };
+struct Le { template <typename C> bool operator()(C a, C b) const { return a <= b; } };
+struct Gt { template <typename C> bool operator()(C a, C b) const { return a > b; } };
+struct Ge { template <typename C> bool operator()(C a, C b) const { return a >= b; } };
+struct LogicalAnd {
+  template <typename C> bool operator()(C a, C b) const { return a != C(0) && b != C(0); }
+};
+struct LogicalOr {
+  template <typename C> bool operator()(C a, C b) const { return a != C(0) || b != C(0); }
+};
+struct LogicalXor {
+  template <typename C> bool operator()(C a, C b) const { return (a != C(0)) != (b != C(0)); }
+};
+struct BitwiseAnd { template <typename C> C operator()(C a, C b) const { return a & b; } };
+struct BitwiseOr { template <typename C> C operator()(C a, C b) const { return a | b; } };
+struct BitwiseXor { template <typename C> C operator()(C a, C b) const { return a ^ b; } };
+
+// Unary.
+struct Identity { template <typename C> C operator()(C a) const { return a; } };
+struct Neg { template <typename C> C operator()(C a) const { return -a; } };
+struct Abs {
+  template <typename C> C operator()(C a) const {
+    if constexpr (std::is_floating_point_v<C>) return std::fabs(a);
+    else return a < 0 ? C(-a) : a;
+  }
+};
+struct Relu { template <typename C> C operator()(C a) const { return a > C(0) ? a : (a != a ? a : C(0)); } };
+struct Exp { template <typename C> C operator()(C a) const { return std::exp(a); } };
+struct Log { template <typename C> C operator()(C a) const { return std::log(a); } };
+struct Log1p { template <typename C> C operator()(C a) const { return std::log1p(a); } };
+struct Expm1 { template <typename C> C operator()(C a) const { return std::expm1(a); } };
+struct Sqrt { template <typename C> C operator()(C a) const { return std::sqrt(a); } };
+struct Rsqrt { template <typename C> C operator()(C a) const { return C(1) / std::sqrt(a); } };
+struct Sin { template <typename C> C operator()(C a) const { return std::sin(a); } };
+struct Cos { template <typename C> C operator()(C a) const { return std::cos(a); } };
+struct Tanh { template <typename C> C operator()(C a) const { return std::tanh(a); } };
+struct Sigmoid { template <typename C> C operator()(C a) const { return C(1) / (C(1) + std::exp(-a)); } };
+struct Silu { template <typename C> C operator()(C a) const { return a / (C(1) + std::exp(-a)); } };
+struct Erf { template <typename C> C operator()(C a) const { return std::erf(a); } };
+struct Reciprocal { template <typename C> C operator()(C a) const { return C(1) / a; } };
+struct GeluErf {
+  template <typename C> C operator()(C a) const {
+    return a * C(0.5) * (C(1) + std::erf(a * C(M_SQRT1_2)));
+  }
+};
+struct GeluTanh {
+  template <typename C> C operator()(C a) const {
+    const C kBeta = C(M_SQRT2 * M_2_SQRTPI * 0.5), kKappa = C(0.044715);
+    return C(0.5) * a * (C(1) + std::tanh(kBeta * (a + kKappa * a * a * a)));
+  }
+};
+struct LogicalNot { template <typename C> bool operator()(C a) const { return a == C(0); } };
+
+}  // namespace maia_eager::op

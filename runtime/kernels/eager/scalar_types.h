@@ -1,0 +1,71 @@
+// Element types of eager kernels: storage types and the type each computes in.
+// float16 and bfloat16 are stored as 16-bit patterns and computed in float.
+#pragma once
+
+#include <immintrin.h>
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+namespace maia_eager {
+
+struct Half {
+  uint16_t bits;
+};
+struct BFloat16 {
+  uint16_t bits;
+};
+
+inline float toFloat(Half h) { return _cvtsh_ss(h.bits); }
+inline Half toHalf(float f) {
+  return Half{static_cast<uint16_t>(_cvtss_sh(f, _MM_FROUND_TO_NEAREST_INT))};
+}
+inline float toFloat(BFloat16 b) { return std::bit_cast<float>(uint32_t{b.bits} << 16); }
+inline BFloat16 toBFloat16(float f) {
+  uint32_t bits = std::bit_cast<uint32_t>(f);
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return BFloat16{static_cast<uint16_t>((bits >> 16) | 0x40u)};
+  bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even, as PyTorch does
+  return BFloat16{static_cast<uint16_t>(bits >> 16)};
+}
+
+/// The type a kernel computes in for storage type T.
+template <typename T>
+struct Compute {
+  using type = T;
+};
+template <>
+struct Compute<Half> {
+  using type = float;
+};
+template <>
+struct Compute<BFloat16> {
+  using type = float;
+};
+template <typename T>
+using compute_t = typename Compute<T>::type;
+
+/// Loads a storage value as its compute type.
+template <typename T>
+inline compute_t<T> load(const T& v) {
+  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+    return toFloat(v);
+  else
+    return v;
+}
+
+/// Converts any arithmetic value to storage type T (PyTorch's conversions:
+/// to bool is != 0; float to integer truncates).
+template <typename T, typename V>
+inline T store(V v) {
+  if constexpr (std::is_same_v<T, Half>)
+    return toHalf(static_cast<float>(v));
+  else if constexpr (std::is_same_v<T, BFloat16>)
+    return toBFloat16(static_cast<float>(v));
+  else if constexpr (std::is_same_v<T, bool>)
+    return v != V(0);
+  else
+    return static_cast<T>(v);
+}
+
+}  // namespace maia_eager

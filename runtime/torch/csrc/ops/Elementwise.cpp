@@ -1,0 +1,317 @@
+// Elementwise operators on maia: type promotion and broadcasting as PyTorch
+// defines them, computed by the eager kernel binary on the current stream.
+//
+// Every operator is implemented once, as its out= variant; the functional
+// and in-place variants call it. Operands are promoted to the common dtype
+// before the launch (maia-to-maia casts are device kernels too), and CPU
+// scalars become 0-dim maia tensors filled on the stream (no host sync).
+#include <ATen/ExpandUtils.h>
+#include <ATen/ScalarOps.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <torch/library.h>
+
+#include "MaiaCheck.h"
+#include "ops/EagerKernels.h"
+#include "ops/MaiaOps.h"
+
+namespace torch_maia::ops {
+namespace {
+
+using at::Tensor;
+
+enum class Result {
+  Common,         // the common dtype of the inputs
+  Bool,           // comparisons and logical operators
+  FloatOnly,      // integer inputs are promoted to the default float dtype
+};
+
+c10::ScalarType defaultFloat() { return c10::typeMetaToScalarType(at::get_default_dtype()); }
+
+/// t as a maia tensor of dtype on ref's device: casts on the device, and
+/// turns a CPU scalar into a 0-dim maia tensor filled on the stream.
+Tensor onDevice(const Tensor& t, const Tensor& ref, c10::ScalarType dtype) {
+  if (t.device().is_cpu()) {
+    TORCH_CHECK(t.dim() == 0, "Expected all tensors to be on the same device, but found at "
+                "least two devices, ", ref.device(), " and cpu! (only 0-dim CPU tensors mix "
+                "with maia tensors)");
+    Tensor scalar = at::empty({}, ref.options().dtype(dtype));
+    fill(scalar, t.item());
+    return scalar;
+  }
+  return t.scalar_type() == dtype ? t : t.to(dtype);
+}
+
+/// The maia operand among a, b (a CPU scalar cannot decide the device).
+const Tensor& deviceOperand(const Tensor& a, const Tensor& b) {
+  return a.device().is_privateuseone() ? a : b;
+}
+
+/// Runs kernel "<op>_<dtype>" writing out (resized to the broadcast shape);
+/// when out's dtype differs from the kernel's, writes a temporary and casts.
+Tensor& launchInto(Tensor& out, c10::ScalarType result_dtype, const std::string& kernel,
+                   std::initializer_list<Tensor> inputs,
+                   c10::ArrayRef<maiaKernelArg> scalars = {}) {
+  if (out.defined() && out.scalar_type() != result_dtype) {
+    TORCH_CHECK(c10::canCast(result_dtype, out.scalar_type()), "result type ", result_dtype,
+                " can't be cast to the desired output type ", out.scalar_type());
+    Tensor result;
+    launchInto(result, result_dtype, kernel, inputs, scalars);
+    at::native::resize_output(out, result.sizes());
+    out.copy_(result);
+    return out;
+  }
+  if (!out.defined()) out = at::empty({0}, inputs.begin()->options().dtype(result_dtype));
+  at::TensorIteratorConfig config;
+  config.set_check_mem_overlap(true).check_all_same_dtype(false).add_output(out);
+  for (const Tensor& input : inputs) config.add_const_input(input);
+  at::TensorIterator iter = config.build();
+  launchElementwise(eagerKernel(kernel), iter, scalars);
+  return out;
+}
+
+Tensor& binaryOut(const char* op, Result result, const Tensor& a, const Tensor& b, Tensor& out,
+                  c10::ArrayRef<maiaKernelArg> scalars = {}) {
+  c10::ScalarType common = at::result_type(a, b);
+  if (result == Result::FloatOnly && c10::isIntegralType(common, /*includeBool=*/true))
+    common = defaultFloat();
+  const Tensor& ref = deviceOperand(a, b);
+  Tensor x = onDevice(a, ref, common), y = onDevice(b, ref, common);
+  c10::ScalarType result_dtype = result == Result::Bool ? c10::ScalarType::Bool : common;
+  return launchInto(out, result_dtype, std::string(op) + "_" + dtypeSuffix(common), {x, y},
+                    scalars);
+}
+
+Tensor& unaryOut(const char* op, Result result, const Tensor& self, Tensor& out) {
+  c10::ScalarType common = self.scalar_type();
+  if (result == Result::FloatOnly && c10::isIntegralType(common, /*includeBool=*/true))
+    common = defaultFloat();
+  Tensor x = onDevice(self, self, common);
+  c10::ScalarType result_dtype = result == Result::Bool ? c10::ScalarType::Bool : common;
+  return launchInto(out, result_dtype, std::string(op) + "_" + dtypeSuffix(common), {x});
+}
+
+maiaKernelArg alphaArg(const at::Scalar& alpha, c10::ScalarType dtype, bool negate) {
+  maiaKernelArg arg{};
+  arg.kind = maiaArgScalar;
+  if (c10::isFloatingType(dtype)) {
+    arg.dtype = maiaDtypeF64;
+    arg.scalar.f = negate ? -alpha.toDouble() : alpha.toDouble();
+  } else {
+    TORCH_CHECK(dtype != c10::ScalarType::Bool || !negate,
+                "subtraction, the - operator, with two bool tensors is not supported");
+    arg.dtype = maiaDtypeI64;
+    arg.scalar.i = negate ? -alpha.toLong() : alpha.toLong();
+  }
+  return arg;
+}
+
+Tensor& addOut(const Tensor& a, const Tensor& b, const at::Scalar& alpha, Tensor& out,
+               bool subtract) {
+  maiaKernelArg scalar = alphaArg(alpha, at::result_type(a, b), subtract);
+  return binaryOut("add", Result::Common, a, b, out, {scalar});
+}
+
+const char* divKernel(std::optional<c10::string_view> mode) {
+  if (!mode.has_value()) return "div";
+  if (*mode == "trunc") return "div_trunc";
+  if (*mode == "floor") return "div_floor";
+  TORCH_CHECK(false, "div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+              "found '", *mode, "'");
+}
+
+Tensor& divOut(const Tensor& a, const Tensor& b, std::optional<c10::string_view> mode,
+               Tensor& out) {
+  return binaryOut(divKernel(mode), mode ? Result::Common : Result::FloatOnly, a, b, out);
+}
+
+Tensor scalarTensor(const at::Scalar& s) { return at::scalar_to_tensor(s); }
+
+Tensor& gelu(const Tensor& self, c10::string_view approximate, Tensor& out) {
+  TORCH_CHECK(approximate == "none" || approximate == "tanh",
+              "approximate argument must be either none or tanh.");
+  return unaryOut(approximate == "tanh" ? "gelu_tanh" : "gelu_erf", Result::FloatOnly, self,
+                  out);
+}
+
+Tensor& whereOut(const Tensor& condition, const Tensor& a, const Tensor& b, Tensor& out) {
+  TORCH_CHECK(condition.scalar_type() == c10::ScalarType::Bool,
+              "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+              condition.scalar_type());
+  c10::ScalarType common = at::result_type(a, b);
+  const Tensor& ref = condition.device().is_privateuseone() ? condition : deviceOperand(a, b);
+  Tensor c = onDevice(condition, ref, c10::ScalarType::Bool);
+  Tensor x = onDevice(a, ref, common), y = onDevice(b, ref, common);
+  return launchInto(out, common, std::string("where_") + dtypeSuffix(common), {c, x, y});
+}
+
+// ---------------------------------------------------------------- registration
+
+#define MAIA_BINARY(NAME, KERNEL, RESULT)                                                  \
+  m.impl(NAME ".Tensor", [](const Tensor& a, const Tensor& b) {                            \
+    Tensor out;                                                                            \
+    return binaryOut(KERNEL, RESULT, a, b, out);                                           \
+  });                                                                                      \
+  m.impl(NAME "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                       \
+    return binaryOut(KERNEL, RESULT, a, b, a);                                             \
+  });                                                                                      \
+  m.impl(NAME ".out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {        \
+    return binaryOut(KERNEL, RESULT, a, b, out);                                           \
+  })
+
+#define MAIA_COMPARISON(NAME)                                                              \
+  m.impl(NAME ".Tensor", [](const Tensor& a, const Tensor& b) {                            \
+    Tensor out;                                                                            \
+    return binaryOut(NAME, Result::Bool, a, b, out);                                       \
+  });                                                                                      \
+  m.impl(NAME ".Scalar", [](const Tensor& a, const at::Scalar& b) {                        \
+    Tensor out;                                                                            \
+    return binaryOut(NAME, Result::Bool, a, scalarTensor(b), out);                         \
+  });                                                                                      \
+  m.impl(NAME ".Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& { \
+    return binaryOut(NAME, Result::Bool, a, b, out);                                       \
+  });                                                                                      \
+  m.impl(NAME ".Scalar_out",                                                               \
+         [](const Tensor& a, const at::Scalar& b, Tensor& out) -> Tensor& {                \
+           return binaryOut(NAME, Result::Bool, a, scalarTensor(b), out);                  \
+         });                                                                               \
+  m.impl(NAME "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                       \
+    Tensor out;                                                                            \
+    return a.copy_(binaryOut(NAME, Result::Bool, a, b, out));                              \
+  });                                                                                      \
+  m.impl(NAME "_.Scalar", [](Tensor& a, const at::Scalar& b) -> Tensor& {                   \
+    Tensor out;                                                                            \
+    return a.copy_(binaryOut(NAME, Result::Bool, a, scalarTensor(b), out));                \
+  })
+
+#define MAIA_PLAIN_BINARY(NAME, RESULT)                                                    \
+  m.impl(NAME, [](const Tensor& a, const Tensor& b) {                                      \
+    Tensor out;                                                                            \
+    return binaryOut(NAME, RESULT, a, b, out);                                             \
+  });                                                                                      \
+  m.impl(NAME ".out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {        \
+    return binaryOut(NAME, RESULT, a, b, out);                                             \
+  })
+
+#define MAIA_UNARY(NAME, RESULT)                                                           \
+  m.impl(NAME, [](const Tensor& a) {                                                       \
+    Tensor out;                                                                            \
+    return unaryOut(NAME, RESULT, a, out);                                                 \
+  });                                                                                      \
+  m.impl(NAME "_", [](Tensor& a) -> Tensor& { return unaryOut(NAME, RESULT, a, a); });      \
+  m.impl(NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {                         \
+    return unaryOut(NAME, RESULT, a, out);                                                 \
+  })
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("add.Tensor", [](const Tensor& a, const Tensor& b, const at::Scalar& alpha) {
+    Tensor out;
+    return addOut(a, b, alpha, out, false);
+  });
+  m.impl("add_.Tensor", [](Tensor& a, const Tensor& b, const at::Scalar& alpha) -> Tensor& {
+    return addOut(a, b, alpha, a, false);
+  });
+  m.impl("add.out",
+         [](const Tensor& a, const Tensor& b, const at::Scalar& alpha, Tensor& out) -> Tensor& {
+           return addOut(a, b, alpha, out, false);
+         });
+  m.impl("sub.Tensor", [](const Tensor& a, const Tensor& b, const at::Scalar& alpha) {
+    Tensor out;
+    return addOut(a, b, alpha, out, true);
+  });
+  m.impl("sub_.Tensor", [](Tensor& a, const Tensor& b, const at::Scalar& alpha) -> Tensor& {
+    return addOut(a, b, alpha, a, true);
+  });
+  m.impl("sub.out",
+         [](const Tensor& a, const Tensor& b, const at::Scalar& alpha, Tensor& out) -> Tensor& {
+           return addOut(a, b, alpha, out, true);
+         });
+  MAIA_BINARY("mul", "mul", Result::Common);
+  MAIA_BINARY("div", "div", Result::FloatOnly);
+  m.impl("div.Tensor_mode",
+         [](const Tensor& a, const Tensor& b, std::optional<c10::string_view> mode) {
+           Tensor out;
+           return divOut(a, b, mode, out);
+         });
+  m.impl("div_.Tensor_mode",
+         [](Tensor& a, const Tensor& b, std::optional<c10::string_view> mode) -> Tensor& {
+           return divOut(a, b, mode, a);
+         });
+  m.impl("div.out_mode", [](const Tensor& a, const Tensor& b,
+                            std::optional<c10::string_view> mode, Tensor& out) -> Tensor& {
+    return divOut(a, b, mode, out);
+  });
+  m.impl("floor_divide", [](const Tensor& a, const Tensor& b) {
+    Tensor out;
+    return binaryOut("div_floor", Result::Common, a, b, out);
+  });
+  m.impl("floor_divide_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
+    return binaryOut("div_floor", Result::Common, a, b, a);
+  });
+  m.impl("floor_divide.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return binaryOut("div_floor", Result::Common, a, b, out);
+  });
+  MAIA_PLAIN_BINARY("maximum", Result::Common);
+  MAIA_PLAIN_BINARY("minimum", Result::Common);
+  m.impl("pow.Tensor_Tensor", [](const Tensor& a, const Tensor& b) {
+    Tensor out;
+    return binaryOut("pow", Result::Common, a, b, out);
+  });
+  m.impl("pow.Tensor_Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return binaryOut("pow", Result::Common, a, b, out);
+  });
+  MAIA_COMPARISON("eq");
+  MAIA_COMPARISON("ne");
+  MAIA_COMPARISON("lt");
+  MAIA_COMPARISON("le");
+  MAIA_COMPARISON("gt");
+  MAIA_COMPARISON("ge");
+  MAIA_PLAIN_BINARY("logical_and", Result::Bool);
+  MAIA_PLAIN_BINARY("logical_or", Result::Bool);
+  MAIA_PLAIN_BINARY("logical_xor", Result::Bool);
+  MAIA_BINARY("bitwise_and", "bitwise_and", Result::Common);
+  MAIA_BINARY("bitwise_or", "bitwise_or", Result::Common);
+  MAIA_BINARY("bitwise_xor", "bitwise_xor", Result::Common);
+  MAIA_UNARY("neg", Result::Common);
+  MAIA_UNARY("abs", Result::Common);
+  MAIA_UNARY("exp", Result::FloatOnly);
+  MAIA_UNARY("log", Result::FloatOnly);
+  MAIA_UNARY("log1p", Result::FloatOnly);
+  MAIA_UNARY("expm1", Result::FloatOnly);
+  MAIA_UNARY("sqrt", Result::FloatOnly);
+  MAIA_UNARY("rsqrt", Result::FloatOnly);
+  MAIA_UNARY("sin", Result::FloatOnly);
+  MAIA_UNARY("cos", Result::FloatOnly);
+  MAIA_UNARY("tanh", Result::FloatOnly);
+  MAIA_UNARY("sigmoid", Result::FloatOnly);
+  MAIA_UNARY("silu", Result::FloatOnly);
+  MAIA_UNARY("erf", Result::FloatOnly);
+  MAIA_UNARY("reciprocal", Result::FloatOnly);
+  MAIA_UNARY("logical_not", Result::Bool);
+  m.impl("relu", [](const Tensor& a) {
+    Tensor out;
+    return unaryOut("relu", Result::Common, a, out);
+  });
+  m.impl("relu_", [](Tensor& a) -> Tensor& { return unaryOut("relu", Result::Common, a, a); });
+  m.impl("gelu", [](const Tensor& a, c10::string_view approximate) {
+    Tensor out;
+    return gelu(a, approximate, out);
+  });
+  m.impl("gelu_", [](Tensor& a, c10::string_view approximate) -> Tensor& {
+    return gelu(a, approximate, a);
+  });
+  m.impl("gelu.out", [](const Tensor& a, c10::string_view approximate, Tensor& out) -> Tensor& {
+    return gelu(a, approximate, out);
+  });
+  m.impl("where.self", [](const Tensor& c, const Tensor& a, const Tensor& b) {
+    Tensor out;
+    return whereOut(c, a, b, out);
+  });
+  m.impl("where.self_out",
+         [](const Tensor& c, const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+           return whereOut(c, a, b, out);
+         });
+}
+
+}  // namespace
+}  // namespace torch_maia::ops

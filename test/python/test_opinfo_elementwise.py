@@ -1,0 +1,108 @@
+"""OpInfo sweep of the native elementwise operators: PyTorch's own sample
+inputs (torch.testing._internal.common_methods_invocations.op_db) run on maia
+and on the CPU, compared with torch.testing.assert_close, for every dtype
+maia supports; gradients for the differentiable ones in float32/float64.
+Each (op, dtype) must run without the host fallback."""
+
+import pytest
+import torch
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.utils._pytree import tree_map
+
+NATIVE = [
+    "add", "sub", "mul", "div", "floor_divide", "maximum", "minimum", "pow",
+    "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
+    "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "neg", "abs", "exp", "log",
+    "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "nn.functional.relu",
+    "nn.functional.silu", "nn.functional.gelu", "erf", "reciprocal", "where",
+]
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+          torch.int16, torch.int8, torch.uint8, torch.bool]
+# Samples whose CPU result depends on behaviour maia does not reproduce, with why.
+UNSUPPORTED_SAMPLE_KWARGS = {"out", "dtype"}
+
+OPS = [op for op in op_db if op.name in NATIVE and op.variant_test_name in ("", "no_rounding_mode",
+                                                                          "trunc_rounding",
+                                                                          "floor_rounding")]
+
+
+# Low-precision results may differ from the CPU's by one rounding step (the
+# CPU contracts a + alpha * b into an FMA, for instance): the tolerances of
+# PyTorch's own device-vs-CPU comparison (test_ops.py test_compare_cpu) for
+# float16, and one bfloat16 ulp (2^-7 relative) for bfloat16.
+TOLERANCES = {torch.float16: dict(atol=1e-3, rtol=1e-3),
+              torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2)}
+
+
+def to_maia(x):
+    return x.to("maia") if isinstance(x, torch.Tensor) else x
+
+
+def cases():
+    for op in OPS:
+        supported = op.supported_dtypes("cpu")
+        for dtype in DTYPES:
+            if dtype in supported:
+                yield pytest.param(op, dtype, id=f"{op.name}.{op.variant_test_name}-{dtype}")
+
+
+def forbid_fallback(before, op_name):
+    after = torch.maia.fallback_counts()
+    grew = {k: v for k, v in after.items() if v > before.get(k, 0)}
+    assert not grew, f"{op_name} fell back to the host for: {grew}"
+
+
+@pytest.mark.parametrize("op,dtype", list(cases()))
+def test_matches_cpu(op, dtype):
+    samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
+    assert samples, "no sample inputs"
+    for sample in samples:
+        if UNSUPPORTED_SAMPLE_KWARGS & set(sample.kwargs):
+            continue
+        try:
+            expected = op(sample.input, *sample.args, **sample.kwargs)
+        except Exception as error:  # the CPU refuses this sample: maia must refuse it too
+            with pytest.raises(type(error)):
+                op(to_maia(sample.input), *tree_map(to_maia, sample.args),
+                   **tree_map(to_maia, sample.kwargs))
+                torch.maia.synchronize()
+            continue
+        before = torch.maia.fallback_counts()
+        actual = op(to_maia(sample.input), *tree_map(to_maia, sample.args),
+                    **tree_map(to_maia, sample.kwargs))
+        forbid_fallback(before, op.name)
+        torch.testing.assert_close(actual.cpu(), expected, equal_nan=True,
+                                   msg=lambda m: f"{op.name} {dtype} {sample}: {m}",
+                                   **TOLERANCES.get(dtype, {}))
+
+
+GRAD_OPS = [op for op in OPS if op.supports_autograd]
+
+
+@pytest.mark.parametrize("op", GRAD_OPS, ids=lambda op: f"{op.name}.{op.variant_test_name}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gradients_match_cpu(op, dtype):
+    if dtype not in op.supported_backward_dtypes("cpu"):
+        pytest.skip(f"{op.name} has no CPU backward for {dtype}")
+    for sample in op.sample_inputs("cpu", dtype, requires_grad=True):
+        if UNSUPPORTED_SAMPLE_KWARGS & set(sample.kwargs):
+            continue
+        expected = op(sample.input, *sample.args, **sample.kwargs)
+        if not isinstance(expected, torch.Tensor) or not expected.requires_grad:
+            continue
+        leaves_cpu = [t for t in [sample.input, *sample.args]
+                      if isinstance(t, torch.Tensor) and t.requires_grad]
+        leaves_maia = [t.detach().to("maia").requires_grad_() for t in leaves_cpu]
+        mapping = {id(c): m for c, m in zip(leaves_cpu, leaves_maia)}
+        convert = lambda x: mapping.get(id(x), to_maia(x)) if isinstance(x, torch.Tensor) else x
+        actual = op(convert(sample.input), *[convert(a) for a in sample.args],
+                    **tree_map(to_maia, sample.kwargs))
+        grad = torch.ones_like(expected)
+        expected_grads = torch.autograd.grad(expected, leaves_cpu, grad, allow_unused=True)
+        actual_grads = torch.autograd.grad(actual, leaves_maia, grad.to("maia"),
+                                           allow_unused=True)
+        for e, a in zip(expected_grads, actual_grads):
+            if e is None:
+                assert a is None
+            else:
+                torch.testing.assert_close(a.cpu(), e, equal_nan=True)
