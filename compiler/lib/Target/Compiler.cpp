@@ -45,7 +45,11 @@
 #include "llvm/Target/TargetOptions.h"
 #include "llvm/TargetParser/Host.h"
 
+#include <cerrno>
 #include <chrono>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <map>
 #include <mutex>
 #include <set>
@@ -150,6 +154,9 @@ struct mc::Compiler::Impl {
 
   /// The (cached) target machine for the options; null with `error` set.
   const Target *getTarget(const CompileOptions &options, std::string &error);
+
+  /// Parses in a forked child; false (with the diagnostics) if that fails.
+  bool preparse(llvm::SourceMgr &sourceMgr, llvm::raw_ostream &diagnostics);
 
   /// Links `object` into a shared object; returns false with `error` set.
   bool link(llvm::StringRef object, std::string &binary, std::string &error);
@@ -313,6 +320,51 @@ bool mc::Compiler::Impl::link(llvm::StringRef object, std::string &binary,
   }
   binary = (*buffer)->getBuffer().str();
   return true;
+}
+
+bool mc::Compiler::Impl::preparse(llvm::SourceMgr &sourceMgr,
+                                  llvm::raw_ostream &diagnostics) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0)
+    return true; // No isolation available: parse in process.
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return true;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    // Unbuffered: each diagnostic reaches the parent even if the parser's
+    // error recovery then crashes this child.
+    llvm::raw_fd_ostream os(fds[1], /*shouldClose=*/false, /*unbuffered=*/true);
+    SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), os);
+    bool parsed = static_cast<bool>(
+        parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(context.get())));
+    ::_exit(parsed ? 0 : 1);
+  }
+  ::close(fds[1]);
+  std::string childDiagnostics;
+  char buffer[4096];
+  while (true) {
+    ssize_t count = ::read(fds[0], buffer, sizeof(buffer));
+    if (count < 0 && errno == EINTR)
+      continue;
+    if (count <= 0)
+      break;
+    childDiagnostics.append(buffer, size_t(count));
+  }
+  ::close(fds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    return true;
+  diagnostics << childDiagnostics;
+  if (childDiagnostics.empty())
+    diagnostics << "error: internal compiler error: the MLIR parser crashed "
+                   "on this input\n";
+  return false;
 }
 
 //===----------------------------------------------------------------------===//
@@ -496,6 +548,12 @@ mc::CompileResult mc::Compiler::Impl::compile(std::string_view source,
       llvm::MemoryBuffer::getMemBufferCopy(
           llvm::StringRef(source.data(), source.size()), options.sourceName),
       llvm::SMLoc());
+  // MLIR 19's parser can free memory it later writes to when it recovers
+  // from some syntax errors (llvm-project #127778, #128011, fixed in 20).
+  // Invalid input is therefore parsed in a child process first; only input
+  // that parses cleanly there is parsed here.
+  if (!preparse(sourceMgr, diagnostics))
+    return fail("");
   SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), diagnostics);
 
   OwningOpRef<ModuleOp> module =
