@@ -4,8 +4,10 @@
 // measured by gemm_bench.py, which runs this program in the same run and
 // prints the ratios.
 //
-// Usage: maia-gemm-bench [--size N]... [--reps R] [--dtype f32|bf16|f16] [--json]
-//   default sizes 1024 and 4096 (square, row-major), R = 5, f32.
+// Usage: maia-gemm-bench [--size N]... [--reps R] [--dtype f32|bf16|f16]
+//                        [--isa v4|v3] [--json]
+//   default sizes 1024 and 4096 (square, row-major), R = 5, f32, the v4
+//   (AVX-512) binary if the host runs it, else v3 (AVX2).
 //   --json prints one JSON object per size instead of a table line.
 #include <maia/runtime.h>
 
@@ -78,10 +80,12 @@ Dtype parseDtype(const std::string& name) {
   std::exit(2);
 }
 
-/// The AVX-512 binary if the driver accepts it on this host, else AVX2.
-maiaModule_t loadGemmModule(std::string* which) {
+/// The AVX-512 binary if the driver accepts it on this host, else AVX2
+/// (only `only`, if given).
+maiaModule_t loadGemmModule(const std::string& only, std::string* which) {
   maiaModule_t module = nullptr;
   for (const char* variant : {"v4", "v3"}) {
+    if (!only.empty() && only != variant) continue;
     std::string path =
         std::string(MAIA_GEMM_KERNEL_DIR) + "/maia_gemm_kernels_" + variant + ".maiabin";
     maiaError_t error = maiaModuleLoad(&module, path.c_str());
@@ -91,7 +95,7 @@ maiaModule_t loadGemmModule(std::string* which) {
     }
     if (error != maiaErrorUnsupportedImage) check(error, path.c_str());
   }
-  std::fprintf(stderr, "maia-gemm-bench: this host supports neither x86-64-v4 nor v3\n");
+  std::fprintf(stderr, "maia-gemm-bench: this host runs none of the binaries asked for\n");
   std::exit(1);
 }
 
@@ -169,6 +173,7 @@ int main(int argc, char** argv) {
   int reps = 5;
   bool json = false;
   Dtype dtype = parseDtype("f32");
+  std::string isa;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--size") && i + 1 < argc) {
       sizes.push_back(std::atoll(argv[++i]));
@@ -176,19 +181,21 @@ int main(int argc, char** argv) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (!std::strcmp(argv[i], "--dtype") && i + 1 < argc) {
       dtype = parseDtype(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--isa") && i + 1 < argc) {
+      isa = argv[++i];
     } else if (!std::strcmp(argv[i], "--json")) {
       json = true;
     } else {
       std::fprintf(stderr,
                    "usage: maia-gemm-bench [--size N]... [--reps R] [--dtype f32|bf16|f16] "
-                   "[--json]\n");
+                   "[--isa v4|v3] [--json]\n");
       return 2;
     }
   }
   if (sizes.empty()) sizes = {1024, 4096};
 
   std::string variant;
-  maiaModule_t module = loadGemmModule(&variant);
+  maiaModule_t module = loadGemmModule(isa, &variant);
   const std::string name = "gemm_" + dtype.name;
   maiaKernel_t kernel;
   check(maiaModuleGetKernel(module, name.c_str(), &kernel), name.c_str());
