@@ -206,6 +206,7 @@ const Target *mc::Compiler::Impl::getTarget(const CompileOptions &options,
   llvm::SmallVector<llvm::StringRef> requested;
   llvm::StringRef(options.targetFeatures)
       .split(requested, ',', /*MaxSplit=*/-1, /*KeepEmpty=*/false);
+  std::string extraFeatures;
   for (llvm::StringRef feature : requested) {
     feature = feature.trim();
     if (feature.size() < 2 || (feature[0] != '+' && feature[0] != '-')) {
@@ -217,10 +218,11 @@ const Target *mc::Compiler::Impl::getTarget(const CompileOptions &options,
       error = "unknown target feature '" + feature.drop_front().str() + "'";
       return nullptr;
     }
+    extraFeatures += (extraFeatures.empty() ? "" : ",") + feature.str();
   }
   std::string features = host ? getHostFeatureString() : std::string();
-  if (!options.targetFeatures.empty())
-    features += (features.empty() ? "" : ",") + options.targetFeatures;
+  if (!extraFeatures.empty())
+    features += (features.empty() ? "" : ",") + extraFeatures;
 
   static const llvm::CodeGenOptLevel levels[] = {
       llvm::CodeGenOptLevel::None, llvm::CodeGenOptLevel::Less,
@@ -244,6 +246,9 @@ const Target *mc::Compiler::Impl::getTarget(const CompileOptions &options,
     if (subtarget->getFeatureBits().test(feature.Value) &&
         isa.count(feature.Key))
       result.features.push_back(feature.Key);
+  // A worker may see many option combinations: keep the cache small.
+  if (targets.size() >= 16)
+    targets.clear();
   return &targets.emplace(key, std::move(result)).first->second;
 }
 
