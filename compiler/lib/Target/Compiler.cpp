@@ -63,6 +63,9 @@ namespace {
 
 constexpr llvm::StringLiteral kMetadataSymbol = "maia_metadata";
 constexpr llvm::StringLiteral kMetadataSection = ".maia.meta";
+/// Last byte a preparse child sends after its diagnostics.
+constexpr char kPreparseSucceeded = '\x01';
+constexpr char kPreparseFailed = '\x02';
 
 void initializeLLVMOnce() {
   static std::once_flag once;
@@ -132,6 +135,7 @@ struct mc::Compiler::Impl {
   }
 
   ~Impl() {
+    reapChildren(/*wait=*/true);
     if (!tempDir.empty())
       llvm::sys::fs::remove_directories(tempDir);
   }
@@ -157,6 +161,8 @@ struct mc::Compiler::Impl {
 
   /// Parses in a forked child; false (with the diagnostics) if that fails.
   bool preparse(llvm::SourceMgr &sourceMgr, llvm::raw_ostream &diagnostics);
+  /// Collects exited preparse children (all of them if `wait`).
+  void reapChildren(bool wait);
 
   /// Links `object` into a shared object; returns false with `error` set.
   bool link(llvm::StringRef object, std::string &binary, std::string &error);
@@ -168,6 +174,7 @@ struct mc::Compiler::Impl {
   std::string tempDir;
   unsigned linkCounter = 0;
   bool lldUsable = true;
+  std::vector<pid_t> children;
 };
 
 const Target *mc::Compiler::Impl::getTarget(const CompileOptions &options,
@@ -329,6 +336,7 @@ bool mc::Compiler::Impl::link(llvm::StringRef object, std::string &binary,
 
 bool mc::Compiler::Impl::preparse(llvm::SourceMgr &sourceMgr,
                                   llvm::raw_ostream &diagnostics) {
+  reapChildren(/*wait=*/false);
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0)
     return true; // No isolation available: parse in process.
@@ -340,16 +348,25 @@ bool mc::Compiler::Impl::preparse(llvm::SourceMgr &sourceMgr,
   }
   if (pid == 0) {
     ::close(fds[0]);
-    // Unbuffered: each diagnostic reaches the parent even if the parser's
-    // error recovery then crashes this child.
-    llvm::raw_fd_ostream os(fds[1], /*shouldClose=*/false, /*unbuffered=*/true);
-    SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), os);
-    bool parsed = static_cast<bool>(
-        parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(context.get())));
+    bool parsed;
+    {
+      // Unbuffered: each diagnostic reaches the parent even if the parser's
+      // error recovery then crashes this child.
+      llvm::raw_fd_ostream os(fds[1], /*shouldClose=*/false,
+                              /*unbuffered=*/true);
+      SourceMgrDiagnosticHandler handler(sourceMgr, context.get(), os);
+      parsed = static_cast<bool>(
+          parseSourceFile<ModuleOp>(sourceMgr, ParserConfig(context.get())));
+      // The verdict trails the diagnostics; closing before _exit lets the
+      // parent go on without waiting for this process to be torn down.
+      os << (parsed ? kPreparseSucceeded : kPreparseFailed);
+    }
+    ::close(fds[1]);
     ::_exit(parsed ? 0 : 1);
   }
   ::close(fds[1]);
-  std::string childDiagnostics;
+  children.push_back(pid);
+  std::string output;
   char buffer[4096];
   while (true) {
     ssize_t count = ::read(fds[0], buffer, sizeof(buffer));
@@ -357,19 +374,31 @@ bool mc::Compiler::Impl::preparse(llvm::SourceMgr &sourceMgr,
       continue;
     if (count <= 0)
       break;
-    childDiagnostics.append(buffer, size_t(count));
+    output.append(buffer, size_t(count));
   }
   ::close(fds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+  if (!output.empty() && output.back() == kPreparseSucceeded)
     return true;
-  diagnostics << childDiagnostics;
-  if (childDiagnostics.empty())
+  // Without a verdict the child died, possibly in the parser's error
+  // recovery after it reported the error: the diagnostics still say why.
+  if (!output.empty() && output.back() == kPreparseFailed)
+    output.pop_back();
+  diagnostics << output;
+  if (output.empty())
     diagnostics << "error: internal compiler error: the MLIR parser crashed "
                    "on this input\n";
   return false;
+}
+
+void mc::Compiler::Impl::reapChildren(bool wait) {
+  llvm::erase_if(children, [&](pid_t pid) {
+    int status;
+    pid_t done;
+    while ((done = ::waitpid(pid, &status, wait ? 0 : WNOHANG)) < 0 &&
+           errno == EINTR) {
+    }
+    return done != 0;
+  });
 }
 
 //===----------------------------------------------------------------------===//
