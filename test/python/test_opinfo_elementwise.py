@@ -1,4 +1,4 @@
-"""OpInfo sweep of the native elementwise operators: PyTorch's own sample
+"""OpInfo sweep of the native elementwise and matrix-product operators: PyTorch's own sample
 inputs (torch.testing._internal.common_methods_invocations.op_db) run on maia
 and on the CPU, compared with torch.testing.assert_close, for every dtype
 maia supports; gradients for the differentiable ones in float32/float64.
@@ -15,6 +15,7 @@ NATIVE = [
     "logical_not", "bitwise_and", "bitwise_or", "bitwise_xor", "neg", "abs", "exp", "log",
     "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "nn.functional.relu",
     "nn.functional.silu", "nn.functional.gelu", "erf", "reciprocal", "where",
+    "mm", "addmm", "bmm", "baddbmm", "matmul", "nn.functional.linear", "dot", "mv", "addmv",
 ]
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
           torch.int16, torch.int8, torch.uint8, torch.bool]
@@ -32,6 +33,17 @@ OPS = [op for op in op_db if op.name in NATIVE and op.variant_test_name in ("", 
 # float16, and one bfloat16 ulp (2^-7 relative) for bfloat16.
 TOLERANCES = {torch.float16: dict(atol=1e-3, rtol=1e-3),
               torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2)}
+# Matrix products sum in another order than the CPU's BLAS (blocked K).
+MATMUL_OPS = {"mm", "addmm", "bmm", "baddbmm", "matmul", "nn.functional.linear", "dot", "mv",
+              "addmv"}
+MATMUL_TOLERANCES = {torch.float32: dict(atol=1e-4, rtol=1e-5),
+                     torch.float16: dict(atol=1e-2, rtol=1e-2),
+                     torch.bfloat16: dict(atol=5e-2, rtol=2e-2)}
+
+
+def tolerances(op, dtype):
+    table = MATMUL_TOLERANCES if op.name in MATMUL_OPS else TOLERANCES
+    return table.get(dtype, {})
 
 
 def to_maia(x):
@@ -73,7 +85,7 @@ def test_matches_cpu(op, dtype):
         forbid_fallback(before, op.name)
         torch.testing.assert_close(actual.cpu(), expected, equal_nan=True,
                                    msg=lambda m: f"{op.name} {dtype} {sample}: {m}",
-                                   **TOLERANCES.get(dtype, {}))
+                                   **tolerances(op, dtype))
 
 
 GRAD_OPS = [op for op in OPS if op.supports_autograd]
@@ -105,4 +117,4 @@ def test_gradients_match_cpu(op, dtype):
             if e is None:
                 assert a is None
             else:
-                torch.testing.assert_close(a.cpu(), e, equal_nan=True)
+                torch.testing.assert_close(a.cpu(), e, equal_nan=True, **tolerances(op, dtype))

@@ -17,12 +17,13 @@ constexpr int kRank = 4;  // the memref rank of every eager kernel argument
 // Below this many elements one program (one core) is faster than a split.
 constexpr int64_t kElementsPerProgram = 1 << 15;
 
-class EagerBinary {
+/// A kernel binary of the device kernel library, loaded on first use from
+/// MAIA_KERNEL_DIR (environment) or the build tree; the first candidate
+/// file the driver accepts wins (the GEMM binaries come per ISA level).
+class KernelLibrary {
  public:
-  static EagerBinary& get() {
-    static auto* binary = new EagerBinary();  // modules stay loaded for the process
-    return *binary;
-  }
+  explicit KernelLibrary(std::vector<std::string> candidates)
+      : candidates_(std::move(candidates)) {}
 
   maiaKernel_t kernel(const std::string& name) {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -35,24 +36,23 @@ class EagerBinary {
     return kernel;
   }
 
-  int cores() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (module_ == nullptr) load();
-    return cores_;
-  }
-
  private:
   void load() {
-    const char* path = std::getenv("MAIA_EAGER_KERNELS");
-    MAIA_CHECK(maiaModuleLoad(&module_, path != nullptr ? path : MAIA_EAGER_KERNELS_PATH));
-    maiaDeviceProp prop;
-    MAIA_CHECK(maiaGetDeviceProperties(&prop, 0));
-    cores_ = prop.core_count;
+    const char* env = std::getenv("MAIA_KERNEL_DIR");
+    std::string dir = env != nullptr ? env : MAIA_KERNEL_DIR_PATH;
+    std::string refusals;
+    for (const std::string& file : candidates_) {
+      std::string path = dir + "/" + file;
+      if (maiaModuleLoad(&module_, path.c_str()) == maiaSuccess) return;
+      refusals += "\n  " + path + ": " + maiaGetLastErrorMessage();
+      maiaGetLastError();
+    }
+    TORCH_CHECK(false, "no usable maia kernel binary:", refusals);
   }
 
+  const std::vector<std::string> candidates_;
   std::mutex mutex_;
   maiaModule_t module_ = nullptr;
-  int cores_ = 1;
   std::unordered_map<std::string, maiaKernel_t> cache_;
 };
 
@@ -91,7 +91,7 @@ void launchOnDims(maiaKernel_t kernel, const at::TensorIteratorBase& iter,
   args.insert(args.end(), scalars.begin(), scalars.end());
   int64_t numel = 1;
   for (int d : dims) numel *= iter.shape()[d];
-  int64_t programs = numel < 2 * kElementsPerProgram ? 1 : EagerBinary::get().cores();
+  int64_t programs = numel < 2 * kElementsPerProgram ? 1 : deviceCores();
   int64_t grid[3] = {programs, 1, 1};
   c10::DeviceIndex device = iter.device(0).index();
   MAIA_CHECK(maiaLaunchKernel(kernel, grid, args.data(), static_cast<int>(args.size()),
@@ -100,7 +100,42 @@ void launchOnDims(maiaKernel_t kernel, const at::TensorIteratorBase& iter,
 
 }  // namespace
 
-maiaKernel_t eagerKernel(const std::string& name) { return EagerBinary::get().kernel(name); }
+maiaKernel_t eagerKernel(const std::string& name) {
+  static auto* library = new KernelLibrary({"maia_eager_kernels.maiabin"});
+  return library->kernel(name);
+}
+
+maiaKernel_t gemmKernel(const std::string& name) {
+  static auto* library =
+      new KernelLibrary({"maia_gemm_kernels_v4.maiabin", "maia_gemm_kernels_v3.maiabin"});
+  return library->kernel(name);
+}
+
+int deviceCores() {
+  static const int cores = [] {
+    maiaDeviceProp prop;
+    MAIA_CHECK(maiaGetDeviceProperties(&prop, 0));
+    return prop.core_count;
+  }();
+  return cores;
+}
+
+maiaKernelArg memrefOf(const at::Tensor& t) {
+  TORCH_CHECK(t.dim() <= MAIA_MAX_RANK, "maia kernels take at most ", MAIA_MAX_RANK,
+              " dimensions, got ", t.dim());
+  maiaKernelArg memref{};
+  memref.kind = maiaArgMemref;
+  memref.dtype = driverDtype(t.scalar_type());
+  memref.rank = static_cast<int32_t>(t.dim());
+  const char* base = static_cast<const char*>(t.storage().data());
+  memref.data = const_cast<char*>(base);
+  memref.offset = t.storage_offset();
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    memref.sizes[d] = t.size(d);
+    memref.strides[d] = t.stride(d);
+  }
+  return memref;
+}
 
 const char* dtypeSuffix(c10::ScalarType dtype) {
   switch (dtype) {

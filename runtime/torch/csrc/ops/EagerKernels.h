@@ -5,14 +5,24 @@
 #include <maia/runtime.h>
 
 #include <ATen/TensorIterator.h>
+#include <ATen/core/Tensor.h>
 
 #include <string>
 
 namespace torch_maia::ops {
 
-/// The eager kernel called name (e.g. "add_f32"), loaded on first use from
-/// MAIA_EAGER_KERNELS or the build tree. Throws naming the kernel if absent.
+/// The kernel called name of the eager elementwise binary (e.g. "add_f32")
+/// or of the GEMM binary ("gemm_f32"), loaded on first use from
+/// MAIA_KERNEL_DIR or the build tree. Throws naming the kernel if absent.
 maiaKernel_t eagerKernel(const std::string& name);
+maiaKernel_t gemmKernel(const std::string& name);
+
+/// Device cores (for launch grids).
+int deviceCores();
+
+/// A memref argument viewing tensor t (allocation start + element offset,
+/// so negative strides stay inside the allocation).
+maiaKernelArg memrefOf(const at::Tensor& t);
 
 /// The kernel-name suffix of a dtype ("f32", "bf16", "i64", "b8", ...).
 const char* dtypeSuffix(c10::ScalarType dtype);

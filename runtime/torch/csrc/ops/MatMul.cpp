@@ -1,0 +1,209 @@
+// Matrix products on maia: mm, addmm, bmm, baddbmm (and through them
+// matmul and linear) as GEMM kernels on the device cores, on the current
+// stream. float32, bfloat16 and float16 run on the device (half precision
+// accumulates in float32); other dtypes are computed on the host.
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "MaiaCheck.h"
+#include "MaiaStream.h"
+#include "gemm_launch.h"
+#include "ops/EagerKernels.h"
+#include "ops/MaiaOps.h"
+
+namespace torch_maia::ops {
+namespace {
+
+using at::Tensor;
+
+const char* gemmKernelName(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::Float: return "gemm_f32";
+    case c10::ScalarType::BFloat16: return "gemm_bf16";
+    case c10::ScalarType::Half: return "gemm_f16";
+    default: return nullptr;
+  }
+}
+
+maiaKernelArg floatScalar(double value) {
+  maiaKernelArg arg{};
+  arg.kind = maiaArgScalar;
+  arg.dtype = maiaDtypeF32;
+  arg.scalar.f = value;
+  return arg;
+}
+
+void checkOperands(const char* op, const Tensor& a, const Tensor& b, int64_t rank) {
+  TORCH_CHECK(a.dim() == rank && b.dim() == rank, op, ": expected ", rank, "-D tensors, got ",
+              a.dim(), "-D and ", b.dim(), "-D");
+  TORCH_CHECK(a.device() == b.device(), op, ": expected all tensors to be on the same device, "
+              "but found at least two devices, ", a.device(), " and ", b.device());
+  TORCH_CHECK(a.scalar_type() == b.scalar_type(), op,
+              ": expected both operands to have the same dtype, but got ", a.scalar_type(),
+              " and ", b.scalar_type());
+  TORCH_CHECK(a.size(rank - 1) == b.size(rank - 2), op, ": shapes cannot be multiplied (",
+              a.sizes(), " and ", b.sizes(), ")");
+}
+
+/// out[b] = alpha * a[b] @ m[b] + beta * out[b] on the device; a, m, out are
+/// 3-D (batch, rows, cols) views. beta == 0 never reads out.
+void gemm(const Tensor& a, const Tensor& m, const Tensor& out, double alpha, double beta) {
+  int64_t batch = out.size(0), rows = out.size(1), cols = out.size(2);
+  if (out.numel() == 0) return;
+  c10::DeviceGuard guard(out.device());
+  const char* name = gemmKernelName(out.scalar_type());
+  if (name == nullptr) {
+    // float64 and integer products: no device kernel; computed on the host.
+    Tensor host = at::baddbmm(out.cpu(), a.cpu(), m.cpu(), beta, alpha);
+    out.copy_(host);
+    return;
+  }
+  maiaKernelArg args[5] = {memrefOf(a), memrefOf(m), memrefOf(out), floatScalar(alpha),
+                           floatScalar(beta)};
+  int64_t grid[3];
+  maia_gemm_grid(rows, cols, batch, deviceCores(), grid);
+  MAIA_CHECK(maiaLaunchKernel(gemmKernel(name), grid, args, 5,
+                              driverStream(currentStream(out.device().index()))));
+}
+
+/// out = beta * bias + alpha * (a @ m) for 3-D operands (bias broadcast).
+Tensor& addmmInto(const Tensor& bias, const Tensor& a, const Tensor& m, const at::Scalar& beta,
+                  const at::Scalar& alpha, Tensor& out) {
+  std::vector<int64_t> shape = {a.size(0), a.size(1), m.size(2)};
+  double beta_value = beta.toDouble();
+  if (&out != &bias) {
+    at::native::resize_output(out, shape);
+    if (beta_value != 0.0) out.copy_(bias.expand(shape));
+  }
+  gemm(a, m, out, alpha.toDouble(), beta_value);
+  return out;
+}
+
+Tensor& mmOut(const Tensor& a, const Tensor& b, Tensor& out) {
+  checkOperands("mm", a, b, 2);
+  at::native::resize_output(out, {a.size(0), b.size(1)});
+  gemm(a.unsqueeze(0), b.unsqueeze(0), out.unsqueeze(0), 1.0, 0.0);
+  return out;
+}
+
+Tensor& bmmOut(const Tensor& a, const Tensor& b, Tensor& out) {
+  checkOperands("bmm", a, b, 3);
+  TORCH_CHECK(a.size(0) == b.size(0), "bmm: batch sizes differ: ", a.size(0), " and ",
+              b.size(0));
+  at::native::resize_output(out, {a.size(0), a.size(1), b.size(2)});
+  gemm(a, b, out, 1.0, 0.0);
+  return out;
+}
+
+Tensor& addmmOut(const Tensor& bias, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+                 const at::Scalar& alpha, Tensor& out) {
+  checkOperands("addmm", a, b, 2);
+  at::native::resize_output(out, {a.size(0), b.size(1)});
+  Tensor out3 = out.unsqueeze(0);
+  if (beta.toDouble() != 0.0 && !out.is_same(bias)) out.copy_(bias.expand(out.sizes()));
+  gemm(a.unsqueeze(0), b.unsqueeze(0), out3, alpha.toDouble(), beta.toDouble());
+  return out;
+}
+
+Tensor& baddbmmOut(const Tensor& bias, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+                   const at::Scalar& alpha, Tensor& out) {
+  checkOperands("baddbmm", a, b, 3);
+  return addmmInto(bias, a, b, beta, alpha, out);
+}
+
+Tensor& dotOut(const Tensor& a, const Tensor& b, Tensor& out) {
+  TORCH_CHECK(a.dim() == 1 && b.dim() == 1, "1D tensors expected, but got ", a.dim(), "D and ",
+              b.dim(), "D tensors");
+  TORCH_CHECK(a.size(0) == b.size(0), "inconsistent tensor size, expected tensor [", a.size(0),
+              "] and src [", b.size(0), "] to have the same number of elements, but got ",
+              a.size(0), " and ", b.size(0), " elements respectively");
+  checkOperands("dot", a.unsqueeze(0), b.unsqueeze(1), 2);
+  at::native::resize_output(out, {});
+  gemm(a.view({1, 1, -1}), b.view({1, -1, 1}), out.view({1, 1, 1}), 1.0, 0.0);
+  return out;
+}
+
+Tensor& addmvOut(const Tensor& bias, const Tensor& mat, const Tensor& vec,
+                 const at::Scalar& beta, const at::Scalar& alpha, Tensor& out) {
+  TORCH_CHECK(mat.dim() == 2 && vec.dim() == 1, "vector + matrix @ vector expected, got ",
+              bias.dim(), ", ", mat.dim(), ", ", vec.dim());
+  checkOperands("addmv", mat, vec.unsqueeze(1), 2);
+  at::native::resize_output(out, {mat.size(0)});
+  if (beta.toDouble() != 0.0 && !out.is_same(bias)) out.copy_(bias.expand(out.sizes()));
+  gemm(mat.unsqueeze(0), vec.view({1, -1, 1}), out.view({1, -1, 1}), alpha.toDouble(),
+       beta.toDouble());
+  return out;
+}
+
+Tensor emptyResult(const Tensor& a, std::initializer_list<int64_t> shape) {
+  return at::empty(shape, a.options());
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("mm", [](const Tensor& a, const Tensor& b) {
+    Tensor out = emptyResult(a, {a.size(0), b.dim() > 1 ? b.size(1) : 0});
+    return mmOut(a, b, out);
+  });
+  m.impl("mm.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return mmOut(a, b, out);
+  });
+  m.impl("dot", [](const Tensor& a, const Tensor& b) {
+    Tensor out = at::empty({}, a.options());
+    return dotOut(a, b, out);
+  });
+  m.impl("dot.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return dotOut(a, b, out);
+  });
+  m.impl("addmv", [](const Tensor& bias, const Tensor& mat, const Tensor& vec,
+                     const at::Scalar& beta, const at::Scalar& alpha) {
+    Tensor out = at::empty({0}, mat.options());
+    return addmvOut(bias, mat, vec, beta, alpha, out);
+  });
+  m.impl("addmv.out", [](const Tensor& bias, const Tensor& mat, const Tensor& vec,
+                         const at::Scalar& beta, const at::Scalar& alpha, Tensor& out) -> Tensor& {
+    return addmvOut(bias, mat, vec, beta, alpha, out);
+  });
+  m.impl("addmv_", [](Tensor& self, const Tensor& mat, const Tensor& vec, const at::Scalar& beta,
+                      const at::Scalar& alpha) -> Tensor& {
+    return addmvOut(self, mat, vec, beta, alpha, self);
+  });
+  m.impl("bmm", [](const Tensor& a, const Tensor& b) {
+    Tensor out = at::empty({0}, a.options());
+    return bmmOut(a, b, out);
+  });
+  m.impl("bmm.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return bmmOut(a, b, out);
+  });
+  m.impl("addmm", [](const Tensor& bias, const Tensor& a, const Tensor& b,
+                     const at::Scalar& beta, const at::Scalar& alpha) {
+    Tensor out = at::empty({0}, a.options());
+    return addmmOut(bias, a, b, beta, alpha, out);
+  });
+  m.impl("addmm.out", [](const Tensor& bias, const Tensor& a, const Tensor& b,
+                         const at::Scalar& beta, const at::Scalar& alpha, Tensor& out) -> Tensor& {
+    return addmmOut(bias, a, b, beta, alpha, out);
+  });
+  m.impl("addmm_", [](Tensor& self, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+                      const at::Scalar& alpha) -> Tensor& {
+    return addmmOut(self, a, b, beta, alpha, self);
+  });
+  m.impl("baddbmm", [](const Tensor& bias, const Tensor& a, const Tensor& b,
+                       const at::Scalar& beta, const at::Scalar& alpha) {
+    Tensor out = at::empty({0}, a.options());
+    return baddbmmOut(bias, a, b, beta, alpha, out);
+  });
+  m.impl("baddbmm.out", [](const Tensor& bias, const Tensor& a, const Tensor& b,
+                           const at::Scalar& beta, const at::Scalar& alpha,
+                           Tensor& out) -> Tensor& {
+    return baddbmmOut(bias, a, b, beta, alpha, out);
+  });
+  m.impl("baddbmm_", [](Tensor& self, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+                        const at::Scalar& alpha) -> Tensor& {
+    return baddbmmOut(self, a, b, beta, alpha, self);
+  });
+}
+
+}  // namespace
+}  // namespace torch_maia::ops
