@@ -94,20 +94,26 @@ void substituteGenerators(const c10::OperatorHandle& op, torch::jit::Stack* stac
   }
 }
 
-void maiaFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
-  const std::string name = c10::toString(op.schema().operator_name());
-  size_t arguments = op.schema().arguments().size();
-  std::optional<c10::Device> device = commonDevice(op, *stack, arguments);
+void countAndWarn(const std::string& name) {
   if (countFallback(name) && warningsEnabled().load()) {
     TORCH_WARN(name, " has no maia kernel: it runs on the host (copy in, compute on the CPU, "
                "copy out). torch.maia.fallback_counts() lists such operators; "
                "torch.maia.set_fallback_warnings(False) silences this warning.");
   }
+}
+
+void maiaFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  const std::string name = c10::toString(op.schema().operator_name());
+  size_t arguments = op.schema().arguments().size();
+  std::optional<c10::Device> device = commonDevice(op, *stack, arguments);
+  countAndWarn(name);
   substituteGenerators(op, stack, arguments, device);
   at::native::cpu_fallback(op, stack);
 }
 
 }  // namespace
+
+void noteHostFallback(const std::string& name) { countAndWarn(name); }
 
 std::map<std::string, int64_t> fallbackCounts() {
   std::lock_guard<std::mutex> lock(g_mutex);

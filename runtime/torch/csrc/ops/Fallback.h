@@ -8,6 +8,10 @@
 
 namespace torch_maia::ops {
 
+/// Counts (and warns once about) an operator that a maia kernel computes
+/// on the host explicitly, where the boxed fallback cannot be reached.
+void noteHostFallback(const std::string& name);
+
 /// How many times each operator fell back to the host since the last reset.
 std::map<std::string, int64_t> fallbackCounts();
 void resetFallbackCounts();
