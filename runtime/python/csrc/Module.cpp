@@ -4,10 +4,12 @@
 #include <ATen/Context.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/pybind.h>
+#include <pybind11/stl.h>
 
 #include "MaiaCheck.h"
 #include "MaiaFunctions.h"
 #include "MaiaGenerator.h"
+#include "UserKernels.h"
 #include "ops/Fallback.h"
 
 namespace py = pybind11;
@@ -68,6 +70,12 @@ PYBIND11_MODULE(_C, m) {
                                     reinterpret_cast<maiaEvent_t>(end)));
     return static_cast<double>(ms);
   });
+  py::class_<UserModule, std::shared_ptr<UserModule>>(m, "_UserModule")
+      .def(py::init<const std::string&>())
+      .def_property_readonly("path", &UserModule::path)
+      .def("metadata", &UserModule::metadata)
+      .def("kernel_names", &UserModule::kernelNames)
+      .def("launch", &UserModule::launch, py::arg("name"), py::arg("grid"), py::arg("args"));
   m.def("_fallback_counts", [] { return ops::fallbackCounts(); });
   m.def("_reset_fallback_counts", [] { ops::resetFallbackCounts(); });
   m.def("_set_fallback_warnings", [](bool enabled) { ops::setFallbackWarnings(enabled); });

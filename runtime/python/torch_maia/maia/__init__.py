@@ -6,6 +6,7 @@ import threading
 import torch
 
 from .. import _C
+from .kernels import Kernel, Module, load_module
 from .memory import (
     empty_cache,
     max_memory_allocated,
@@ -175,7 +176,7 @@ __all__ = [
     "default_stream", "device", "device_count", "device_of", "empty_cache",
     "fallback_counts", "get_device_capability", "get_device_name",
     "get_device_properties", "get_rng_state", "get_rng_state_all", "init",
-    "initial_seed", "is_available", "is_initialized", "manual_seed",
+    "initial_seed", "is_available", "Kernel", "load_module", "Module", "is_initialized", "manual_seed",
     "manual_seed_all", "max_memory_allocated", "max_memory_reserved",
     "mem_get_info", "memory_allocated", "memory_reserved", "memory_stats",
     "reset_accumulated_memory_stats", "reset_fallback_counts",
