@@ -1,0 +1,96 @@
+"""Eager maia vs eager CPU, measured in the same run (interleaved rounds,
+best round; per-op time = a round of N calls plus a final synchronize, / N):
+
+- small-tensor latency: add, mul, relu, sum, softmax, mm 16x16, empty, copy;
+  target: maia at most 1.5x CPU's time per op;
+- large elementwise: fp32 add of 16M elements vs a STREAM triad
+  (a = b + s * c, PyTorch CPU with the same thread count as maia has cores);
+  target: at least 85% of the triad's bandwidth.
+
+Usage: python tools/bench/eager_bench.py [--json FILE]
+"""
+
+import argparse
+import json
+import time
+
+import torch
+
+
+def per_call(fn, calls, sync):
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    sync()
+    return (time.perf_counter() - start) / calls
+
+
+def interleaved(cpu_fn, maia_fn, calls, rounds=9):
+    cpu_best = maia_best = float("inf")
+    for _ in range(rounds):
+        cpu_best = min(cpu_best, per_call(cpu_fn, calls, lambda: None))
+        maia_best = min(maia_best, per_call(maia_fn, calls, torch.maia.synchronize))
+    return cpu_best, maia_best
+
+
+def small_ops():
+    def make(device):
+        a = torch.randn(64, 64, device=device)
+        b = torch.randn(64, 64, device=device)
+        m = torch.randn(16, 16, device=device)
+        host = torch.randn(64, 64)
+        return {
+            "add": lambda: a + b,
+            "mul": lambda: a * b,
+            "relu": lambda: torch.relu(a),
+            "sum": lambda: a.sum(),
+            "softmax": lambda: torch.softmax(a, dim=1),
+            "mm 16x16": lambda: m @ m,
+            "empty": lambda: torch.empty(64, 64, device=device),
+            # CPU: a host copy of the same bytes; maia: the host-to-device copy.
+            "copy 64x64 from host": (lambda: host.clone()) if device == "cpu"
+            else (lambda: host.to(device)),
+        }
+    cpu_ops, maia_ops = make("cpu"), make("maia")
+    return {name: interleaved(cpu_ops[name], maia_ops[name], calls=2000) for name in cpu_ops}
+
+
+def large_add(cores):
+    n = 16 << 20
+    a, b, c = (torch.randn(n) for _ in range(3))
+    ad, bd, cd = (t.to("maia") for t in (a, b, c))
+    torch.set_num_threads(cores)
+    triad = lambda: torch.add(b, c, alpha=3.0, out=a)  # a = b + 3 c: the STREAM triad
+    add = lambda: torch.add(bd, cd, out=ad)
+    cpu_s, maia_s = interleaved(triad, add, calls=5)
+    gb = 3 * n * 4 / 1e9
+    return gb / cpu_s, gb / maia_s
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    torch.maia.set_fallback_warnings(False)
+    cores = torch.maia.get_device_properties(0)["core_count"]
+    results = []
+    print(f"{'op':24s} {'cpu us':>9s} {'maia us':>9s} {'ratio':>7s}  (target <= 1.5)")
+    for name, (cpu, maia) in small_ops().items():
+        results.append(dict(name=name, cpu_us=cpu * 1e6, maia_us=maia * 1e6, ratio=maia / cpu))
+        print(f"{name:24s} {cpu * 1e6:9.2f} {maia * 1e6:9.2f} {maia / cpu:7.2f}")
+    triad_gbs, add_gbs = large_add(cores)
+    print(f"fp32 add, 16M elements: {add_gbs:.1f} GB/s vs STREAM triad ({cores} threads) "
+          f"{triad_gbs:.1f} GB/s: ratio {add_gbs / triad_gbs:.2f} (target >= 0.85)")
+    results.append(dict(name="fp32 add 16M", gbs=add_gbs, baseline_gbs=triad_gbs,
+                        ratio=add_gbs / triad_gbs))
+    fallbacks = torch.maia.fallback_counts()
+    if fallbacks:
+        print("ops that ran on the host fallback:", ", ".join(sorted(fallbacks)))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"benchmark": "eager_bench", "results": results,
+                       "fallbacks": fallbacks}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
