@@ -111,6 +111,11 @@ maiaKernel_t gemmKernel(const std::string& name) {
   return library->kernel(name);
 }
 
+maiaKernel_t nnKernel(const std::string& name) {
+  static auto* library = new KernelLibrary({"maia_nn_kernels.maiabin"});
+  return library->kernel(name);
+}
+
 int deviceCores() {
   static const int cores = [] {
     maiaDeviceProp prop;

@@ -16,6 +16,8 @@ namespace torch_maia::ops {
 /// MAIA_KERNEL_DIR or the build tree. Throws naming the kernel if absent.
 maiaKernel_t eagerKernel(const std::string& name);
 maiaKernel_t gemmKernel(const std::string& name);
+/// A kernel of the NN binary (maia_nn_kernels.maiabin, e.g. "softmax_f32").
+maiaKernel_t nnKernel(const std::string& name);
 
 /// Device cores (for launch grids).
 int deviceCores();
