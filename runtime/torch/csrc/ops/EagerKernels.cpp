@@ -105,6 +105,11 @@ maiaKernel_t eagerKernel(const std::string& name) {
   return library->kernel(name);
 }
 
+maiaKernel_t reduceKernel(const std::string& name) {
+  static auto* library = new KernelLibrary({"maia_reduce_kernels.maiabin"});
+  return library->kernel(name);
+}
+
 maiaKernel_t gemmKernel(const std::string& name) {
   static auto* library =
       new KernelLibrary({"maia_gemm_kernels_v4.maiabin", "maia_gemm_kernels_v3.maiabin"});

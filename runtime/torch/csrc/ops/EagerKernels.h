@@ -15,6 +15,8 @@ namespace torch_maia::ops {
 /// or of the GEMM binary ("gemm_f32"), loaded on first use from
 /// MAIA_KERNEL_DIR or the build tree. Throws naming the kernel if absent.
 maiaKernel_t eagerKernel(const std::string& name);
+/// A kernel of the reduce binary (maia_reduce_kernels.maiabin, e.g. "sum_f32").
+maiaKernel_t reduceKernel(const std::string& name);
 maiaKernel_t gemmKernel(const std::string& name);
 /// A kernel of the NN binary (maia_nn_kernels.maiabin, e.g. "softmax_f32").
 maiaKernel_t nnKernel(const std::string& name);

@@ -1,0 +1,305 @@
+// The reduction loops of the reduce kernel binary (maia_reduce_kernels.maiabin).
+//
+// The input is a rank-3 memref [outer, reduced, inner] with any strides, the
+// output a rank-2 memref [outer, inner] (cumsum: rank 3, the input's shape).
+// Each program owns a contiguous slice of the outer*inner outputs and walks
+// it in blocks of at most kBlock outputs along inner: a unit-stride inner
+// dimension makes the per-row loop vectorize; a single output (inner == 1)
+// reduces its line with kLanes independent accumulators, which vectorize too.
+// Accumulation is in float for float16/bfloat16, double for float64, int64
+// for integers and bool, as PyTorch accumulates on the CPU.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "maia_kernel_abi.h"
+#include "scalar_types.h"
+
+namespace maia_reduce {
+
+using maia_eager::load;
+using maia_eager::store;
+using maia_eager::compute_t;
+
+constexpr int64_t kBlock = 256;
+constexpr int kLanes = 16;
+
+/// The accumulate type for storage type T.
+template <typename T>
+using acc_t = std::conditional_t<std::is_floating_point_v<compute_t<T>>, compute_t<T>, int64_t>;
+
+template <typename C>
+constexpr C lowest() {
+  if constexpr (std::is_floating_point_v<C>) return -std::numeric_limits<C>::infinity();
+  else return std::numeric_limits<C>::lowest();
+}
+template <typename C>
+constexpr C highest() {
+  if constexpr (std::is_floating_point_v<C>) return std::numeric_limits<C>::infinity();
+  else return std::numeric_limits<C>::max();
+}
+template <typename C>
+inline bool isNan(C x) {
+  if constexpr (std::is_floating_point_v<C>) return x != x;
+  else return false;
+}
+
+// ------------------------------------------------------------------ operators
+// Each has Acc, init(), step(acc, x) (x in the compute type), combine(a, b)
+// and finish(acc, n) -> a value converted to the output by store<>.
+
+template <typename A>
+struct SumOp {
+  using Acc = A;
+  Acc init() const { return Acc(0); }
+  template <typename C> Acc step(Acc a, C x) const { return a + static_cast<Acc>(x); }
+  Acc combine(Acc a, Acc b) const { return a + b; }
+  Acc finish(Acc a, int64_t) const { return a; }
+};
+template <typename A>
+struct MeanOp : SumOp<A> {
+  A finish(A a, int64_t n) const { return a / static_cast<A>(n); }
+};
+template <typename A>
+struct ProdOp {
+  using Acc = A;
+  Acc init() const { return Acc(1); }
+  template <typename C> Acc step(Acc a, C x) const { return a * static_cast<Acc>(x); }
+  Acc combine(Acc a, Acc b) const { return a * b; }
+  Acc finish(Acc a, int64_t) const { return a; }
+};
+/// max/min with NaN propagation (a NaN, once seen, stays).
+template <typename C, bool IsMax>
+struct ExtremeOp {
+  using Acc = C;
+  Acc init() const { return IsMax ? lowest<C>() : highest<C>(); }
+  Acc step(Acc a, C x) const {
+    bool take = IsMax ? (x > a) : (x < a);
+    return (isNan(x) || take) ? x : a;
+  }
+  Acc combine(Acc a, Acc b) const { return step(a, b); }
+  Acc finish(Acc a, int64_t) const { return a; }
+};
+template <bool IsAny>
+struct AnyAllOp {
+  using Acc = bool;
+  Acc init() const { return !IsAny; }
+  template <typename C> Acc step(Acc a, C x) const {
+    return IsAny ? (a || x != C(0)) : (a && x != C(0));
+  }
+  Acc combine(Acc a, Acc b) const { return IsAny ? (a || b) : (a && b); }
+  Acc finish(Acc a, int64_t) const { return a; }
+};
+/// Vector norms: 0 (count of non-zeros), 1, 2, inf, -inf, and general p.
+enum class Norm { Zero, One, Two, Inf, NegInf, P };
+template <typename A, Norm N>
+struct NormOp {
+  using Acc = A;
+  A p;
+  Acc init() const {
+    if constexpr (N == Norm::NegInf) return std::numeric_limits<A>::infinity();
+    else return A(0);
+  }
+  Acc step(Acc a, A x) const {
+    if constexpr (N == Norm::Zero) return a + A(x != A(0));
+    else if constexpr (N == Norm::One) return a + std::fabs(x);
+    else if constexpr (N == Norm::Two) return a + x * x;
+    else if constexpr (N == Norm::Inf) { A v = std::fabs(x); return (isNan(v) || v > a) ? v : a; }
+    else if constexpr (N == Norm::NegInf) { A v = std::fabs(x); return (isNan(v) || v < a) ? v : a; }
+    else return a + std::pow(std::fabs(x), p);
+  }
+  Acc combine(Acc a, Acc b) const {
+    if constexpr (N == Norm::Inf) return (isNan(b) || b > a) ? b : a;
+    else if constexpr (N == Norm::NegInf) return (isNan(b) || b < a) ? b : a;
+    else return a + b;
+  }
+  Acc finish(Acc a, int64_t) const {
+    if constexpr (N == Norm::Two) return std::sqrt(a);
+    else if constexpr (N == Norm::P) return std::pow(a, A(1) / p);
+    else return a;
+  }
+};
+/// Sum of squared deviations from a mean (the second pass of var).
+struct SqDevOp {
+  using Acc = double;
+  double mean;
+  Acc init() const { return 0.0; }
+  template <typename C> Acc step(Acc a, C x) const {
+    double d = static_cast<double>(x) - mean;
+    return a + d * d;
+  }
+  Acc combine(Acc a, Acc b) const { return a + b; }
+};
+
+// ------------------------------------------------------------------ loops
+
+/// Reduces the line base[0], base[s], ... (n elements).
+template <typename T, typename Op>
+typename Op::Acc reduceLine(const T* base, int64_t n, int64_t s, const Op& op) {
+  using Acc = typename Op::Acc;
+  if (s == 1 && n >= 2 * kLanes) {
+    Acc lanes[kLanes];
+    for (int k = 0; k < kLanes; ++k) lanes[k] = op.init();
+    int64_t r = 0;
+    for (; r + kLanes <= n; r += kLanes)
+      for (int k = 0; k < kLanes; ++k) lanes[k] = op.step(lanes[k], load(base[r + k]));
+    Acc acc = lanes[0];
+    for (int k = 1; k < kLanes; ++k) acc = op.combine(acc, lanes[k]);
+    for (; r < n; ++r) acc = op.step(acc, load(base[r]));
+    return acc;
+  }
+  Acc acc = op.init();
+  for (int64_t r = 0; r < n; ++r) acc = op.step(acc, load(base[r * s]));
+  return acc;
+}
+
+/// acc[j] = reduction over r of base[r * s1 + j * s2], j < count.
+template <typename T, typename Op>
+void reduceColumns(const T* base, int64_t n, int64_t s1, int64_t s2, int64_t count,
+                   const Op& op, typename Op::Acc* acc) {
+  for (int64_t j = 0; j < count; ++j) acc[j] = op.init();
+  for (int64_t r = 0; r < n; ++r) {
+    const T* row = base + r * s1;
+    if (s2 == 1) {
+      for (int64_t j = 0; j < count; ++j) acc[j] = op.step(acc[j], load(row[j]));
+    } else {
+      for (int64_t j = 0; j < count; ++j) acc[j] = op.step(acc[j], load(row[j * s2]));
+    }
+  }
+}
+
+/// Calls block(o, j0, count) for the blocks of this program's slice of the
+/// outer * inner outputs.
+template <typename Block>
+void forEachBlock(const maia_grid_t* grid, int64_t outer, int64_t inner, Block&& block) {
+  const int64_t total = outer * inner;
+  if (total == 0) return;
+  maia_kernel::Slice slice = maia_kernel::programSlice(grid, total);
+  for (int64_t pos = slice.begin; pos < slice.end;) {
+    int64_t o = pos / inner, j0 = pos % inner;
+    int64_t count = std::min({kBlock, inner - j0, slice.end - pos});
+    block(o, j0, count);
+    pos += count;
+  }
+}
+
+/// out[o, j] = op over r of in[o, r, j]  (args: out, in).
+template <typename T, typename Out, typename Op>
+void reduce(void* const* args, const maia_grid_t* grid, const Op& op) {
+  const auto& out = maia_kernel::memref<Out, 2>(args, 0);
+  const auto& in = maia_kernel::memref<T, 3>(args, 1);
+  const int64_t n = in.sizes[1];
+  forEachBlock(grid, in.sizes[0], in.sizes[2], [&](int64_t o, int64_t j0, int64_t count) {
+    const T* base = in.aligned + in.offset + o * in.strides[0] + j0 * in.strides[2];
+    Out* dst = out.aligned + out.offset + o * out.strides[0] + j0 * out.strides[1];
+    if (count == 1) {
+      dst[0] = store<Out>(op.finish(reduceLine(base, n, in.strides[1], op), n));
+      return;
+    }
+    typename Op::Acc acc[kBlock];
+    reduceColumns(base, n, in.strides[1], in.strides[2], count, op, acc);
+    for (int64_t j = 0; j < count; ++j) dst[j * out.strides[1]] = store<Out>(op.finish(acc[j], n));
+  });
+}
+
+/// Values and first indices of the max (IsMax) or min over r, NaN winning
+/// (args: values, indices, in).
+template <typename T, bool IsMax>
+void reduceWithIndex(void* const* args, const maia_grid_t* grid) {
+  using C = compute_t<T>;
+  const auto& values = maia_kernel::memref<T, 2>(args, 0);
+  const auto& indices = maia_kernel::memref<int64_t, 2>(args, 1);
+  const auto& in = maia_kernel::memref<T, 3>(args, 2);
+  const int64_t n = in.sizes[1], s1 = in.strides[1], s2 = in.strides[2];
+  if (n == 0) return;  // refused by the caller: no identity
+  forEachBlock(grid, in.sizes[0], in.sizes[2], [&](int64_t o, int64_t j0, int64_t count) {
+    const T* base = in.aligned + in.offset + o * in.strides[0] + j0 * s2;
+    C best[kBlock];
+    int64_t index[kBlock];
+    for (int64_t j = 0; j < count; ++j) {
+      best[j] = load(base[j * s2]);
+      index[j] = 0;
+    }
+    for (int64_t r = 1; r < n; ++r) {
+      const T* row = base + r * s1;
+      for (int64_t j = 0; j < count; ++j) {
+        C x = load(row[j * s2]);
+        bool take = !isNan(best[j]) && (isNan(x) || (IsMax ? x > best[j] : x < best[j]));
+        best[j] = take ? x : best[j];
+        index[j] = take ? r : index[j];
+      }
+    }
+    for (int64_t j = 0; j < count; ++j) {
+      values.aligned[values.offset + o * values.strides[0] + (j0 + j) * values.strides[1]] =
+          store<T>(best[j]);
+      indices.aligned[indices.offset + o * indices.strides[0] + (j0 + j) * indices.strides[1]] =
+          index[j];
+    }
+  });
+}
+
+/// Variance (or standard deviation) and mean, two passes in double
+/// (args: var, mean, in, correction f64, take_sqrt i64).
+template <typename T>
+void moments(void* const* args, const maia_grid_t* grid) {
+  const auto& var = maia_kernel::memref<T, 2>(args, 0);
+  const auto& mean = maia_kernel::memref<T, 2>(args, 1);
+  const auto& in = maia_kernel::memref<T, 3>(args, 2);
+  const double correction = maia_kernel::scalar<double>(args, 3);
+  const bool take_sqrt = maia_kernel::scalar<int64_t>(args, 4) != 0;
+  const int64_t n = in.sizes[1], s1 = in.strides[1], s2 = in.strides[2];
+  const double divisor = std::max(0.0, static_cast<double>(n) - correction);
+  forEachBlock(grid, in.sizes[0], in.sizes[2], [&](int64_t o, int64_t j0, int64_t count) {
+    const T* base = in.aligned + in.offset + o * in.strides[0] + j0 * s2;
+    for (int64_t j = 0; j < count; ++j) {
+      const T* line = base + j * s2;
+      double m = reduceLine(line, n, s1, SumOp<double>{}) / static_cast<double>(n);
+      double v = reduceLine(line, n, s1, SqDevOp{m}) / divisor;
+      if (take_sqrt) v = std::sqrt(v);
+      var.aligned[var.offset + o * var.strides[0] + (j0 + j) * var.strides[1]] = store<T>(v);
+      mean.aligned[mean.offset + o * mean.strides[0] + (j0 + j) * mean.strides[1]] = store<T>(m);
+    }
+  });
+}
+
+/// Inclusive prefix sums along r (args: out [outer, n, inner], in, same shape).
+template <typename T>
+void cumsum(void* const* args, const maia_grid_t* grid) {
+  using A = acc_t<T>;
+  const auto& out = maia_kernel::memref<T, 3>(args, 0);
+  const auto& in = maia_kernel::memref<T, 3>(args, 1);
+  const int64_t n = in.sizes[1];
+  forEachBlock(grid, in.sizes[0], in.sizes[2], [&](int64_t o, int64_t j0, int64_t count) {
+    const T* src = in.aligned + in.offset + o * in.strides[0] + j0 * in.strides[2];
+    T* dst = out.aligned + out.offset + o * out.strides[0] + j0 * out.strides[2];
+    A acc[kBlock];
+    for (int64_t j = 0; j < count; ++j) acc[j] = A(0);
+    for (int64_t r = 0; r < n; ++r) {
+      const T* row = src + r * in.strides[1];
+      T* orow = dst + r * out.strides[1];
+      for (int64_t j = 0; j < count; ++j) {
+        acc[j] += static_cast<A>(load(row[j * in.strides[2]]));
+        orow[j * out.strides[2]] = store<T>(acc[j]);
+      }
+    }
+  });
+}
+
+/// Dispatches the vector norm on p (args: out, in, p f64).
+template <typename T>
+void norm(void* const* args, const maia_grid_t* grid) {
+  using A = compute_t<T>;
+  const double p = maia_kernel::scalar<double>(args, 2);
+  if (p == 0) reduce<T, T>(args, grid, NormOp<A, Norm::Zero>{A(p)});
+  else if (p == 1) reduce<T, T>(args, grid, NormOp<A, Norm::One>{A(p)});
+  else if (p == 2) reduce<T, T>(args, grid, NormOp<A, Norm::Two>{A(p)});
+  else if (std::isinf(p) && p > 0) reduce<T, T>(args, grid, NormOp<A, Norm::Inf>{A(p)});
+  else if (std::isinf(p)) reduce<T, T>(args, grid, NormOp<A, Norm::NegInf>{A(p)});
+  else reduce<T, T>(args, grid, NormOp<A, Norm::P>{A(p)});
+}
+
+}  // namespace maia_reduce

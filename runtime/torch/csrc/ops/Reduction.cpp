@@ -1,0 +1,491 @@
+// Reductions on maia: sum, mean, prod, amax/amin, max/min (values and
+// indices), argmax/argmin, var/std (and var_mean/std_mean), vector norms,
+// any/all and cumsum, computed by the reduce kernel binary on the current
+// stream (runtime/kernels/reduce).
+//
+// The input is viewed as [outer, n, inner] with the reduced dimensions in the
+// middle: reduced dimensions that are adjacent stay a view (any strides);
+// others are first permuted behind the kept ones and made contiguous. The
+// input is cast to the computation dtype first (a device kernel) so every
+// kernel reads and writes one dtype. Results are computed into a fresh
+// contiguous tensor; out= variants copy it into out.
+#include <ATen/WrapDimUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include <cmath>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "MaiaCheck.h"
+#include "MaiaStream.h"
+#include "ops/EagerKernels.h"
+
+namespace torch_maia::ops {
+namespace {
+
+using at::Tensor;
+using DimList = at::OptionalIntArrayRef;
+
+// Below this many input elements one program (one core) is faster than a split.
+constexpr int64_t kElementsPerProgram = 1 << 15;
+
+/// The input viewed as [outer, n, inner] and the result's shape.
+struct Plan {
+  Tensor in3;
+  std::vector<int64_t> shape;
+  std::vector<bool> reduced;
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+/// dims: the reduced dimensions; nullopt or empty reduces all of them.
+Plan makePlan(const Tensor& self, DimList dims, bool keepdim) {
+  Plan p;
+  const int64_t nd = self.dim();
+  p.reduced.assign(nd, false);
+  if (!dims.has_value() || dims->empty()) {
+    p.reduced.assign(nd, true);
+  } else {
+    for (int64_t d : *dims) {
+      int64_t w = at::maybe_wrap_dim(d, nd);
+      if (nd == 0) continue;
+      TORCH_CHECK(!p.reduced[w], "dim ", w, " appears multiple times in the list of dims");
+      p.reduced[w] = true;
+    }
+  }
+  for (int64_t d = 0; d < nd; ++d) {
+    if (!p.reduced[d]) p.shape.push_back(self.size(d));
+    else if (keepdim) p.shape.push_back(1);
+  }
+  if (nd == 0) {
+    p.in3 = self.reshape({1, 1, 1});
+    return p;
+  }
+  int64_t first = -1, last = -1;
+  for (int64_t d = 0; d < nd; ++d)
+    if (p.reduced[d]) {
+      if (first < 0) first = d;
+      last = d;
+    }
+  bool adjacent = true;
+  for (int64_t d = first; d <= last; ++d) adjacent = adjacent && p.reduced[d];
+  if (adjacent) {
+    for (int64_t d = 0; d < nd; ++d) {
+      if (d < first) p.outer *= self.size(d);
+      else if (d > last) p.inner *= self.size(d);
+      else p.n *= self.size(d);
+    }
+    p.in3 = self.reshape({p.outer, p.n, p.inner});
+  } else {
+    std::vector<int64_t> perm;
+    for (int64_t d = 0; d < nd; ++d)
+      if (!p.reduced[d]) {
+        perm.push_back(d);
+        p.outer *= self.size(d);
+      }
+    for (int64_t d = 0; d < nd; ++d)
+      if (p.reduced[d]) {
+        perm.push_back(d);
+        p.n *= self.size(d);
+      }
+    p.in3 = self.permute(perm).reshape({p.outer, p.n, 1});
+  }
+  return p;
+}
+
+/// For reductions without an identity: a reduced dimension may not be empty.
+void checkNonEmpty(const char* op, const Tensor& self, const Plan& p, bool dim_given) {
+  if (self.dim() == 0) return;
+  if (!dim_given) {
+    TORCH_CHECK(self.numel() != 0, op, "(): Expected reduction dim to be specified for "
+                "input.numel() == 0. Specify the reduction dim with the 'dim' argument.");
+    return;
+  }
+  for (int64_t d = 0; d < self.dim(); ++d)
+    TORCH_CHECK_INDEX(!p.reduced[d] || self.size(d) != 0, op, "(): Expected reduction dim ", d,
+                      " to have non-zero size.");
+}
+
+maiaKernelArg f64Arg(double v) {
+  maiaKernelArg arg{};
+  arg.kind = maiaArgScalar;
+  arg.dtype = maiaDtypeF64;
+  arg.scalar.f = v;
+  return arg;
+}
+maiaKernelArg i64Arg(int64_t v) {
+  maiaKernelArg arg{};
+  arg.kind = maiaArgScalar;
+  arg.dtype = maiaDtypeI64;
+  arg.scalar.i = v;
+  return arg;
+}
+
+void launch(const std::string& name, std::vector<maiaKernelArg> args, const Plan& p,
+            const Tensor& ref) {
+  const int64_t outputs = p.outer * p.inner;
+  if (outputs == 0) return;
+  c10::DeviceGuard guard(ref.device());
+  const int64_t work = outputs * std::max<int64_t>(p.n, 1);
+  int64_t programs = work < 2 * kElementsPerProgram
+                         ? 1
+                         : std::min<int64_t>(deviceCores(), outputs);
+  int64_t grid[3] = {programs, 1, 1};
+  MAIA_CHECK(maiaLaunchKernel(reduceKernel(name), grid, args.data(),
+                              static_cast<int>(args.size()),
+                              driverStream(currentStream(ref.device().index()))));
+}
+
+Tensor castTo(const Tensor& self, c10::ScalarType dtype) {
+  return self.scalar_type() == dtype ? self : self.to(dtype);
+}
+
+/// out (if defined) receives result: resized, and cast if its dtype differs.
+Tensor& into(Tensor& out, const Tensor& result) {
+  at::native::resize_output(out, result.sizes());
+  out.copy_(result);
+  return out;
+}
+
+/// kernel "<op>_<dtype>" over self cast to dtype; result of dtype.
+Tensor reduceAs(const char* op, const Tensor& self, DimList dims, bool keepdim,
+                c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> scalars = {}) {
+  Tensor x = castTo(self, dtype);
+  Plan p = makePlan(x, dims, keepdim);
+  Tensor result = at::empty(p.shape, x.options());
+  std::vector<maiaKernelArg> args = {memrefOf(result.view({p.outer, p.inner})),
+                                     memrefOf(p.in3)};
+  args.insert(args.end(), scalars.begin(), scalars.end());
+  launch(std::string(op) + "_" + dtypeSuffix(dtype), std::move(args), p, x);
+  return result;
+}
+
+// ---------------------------------------------------------------- dtypes
+
+c10::ScalarType sumDtype(const Tensor& self, std::optional<c10::ScalarType> dtype,
+                         const Tensor& out = Tensor()) {
+  if (dtype.has_value()) return *dtype;
+  if (out.defined()) return out.scalar_type();
+  return c10::isIntegralType(self.scalar_type(), /*includeBool=*/true) ? c10::ScalarType::Long
+                                                                         : self.scalar_type();
+}
+
+c10::ScalarType meanDtype(const Tensor& self, std::optional<c10::ScalarType> dtype,
+                          const Tensor& out = Tensor()) {
+  c10::ScalarType result = dtype ? *dtype : out.defined() ? out.scalar_type() : self.scalar_type();
+  TORCH_CHECK(c10::isFloatingType(result), "mean(): could not infer output dtype. ",
+              dtype ? "Optional" : "Input", " dtype must be either a floating point or complex "
+              "dtype. Got: ", result);
+  return result;
+}
+
+// ---------------------------------------------------------------- operators
+
+Tensor sumOp(const Tensor& self, DimList dims, bool keepdim, std::optional<c10::ScalarType> dtype,
+           const Tensor& out = Tensor()) {
+  return reduceAs("sum", self, dims, keepdim, sumDtype(self, dtype, out));
+}
+
+Tensor meanOp(const Tensor& self, DimList dims, bool keepdim,
+            std::optional<c10::ScalarType> dtype, const Tensor& out = Tensor()) {
+  return reduceAs("mean", self, dims, keepdim, meanDtype(self, dtype, out));
+}
+
+Tensor prodOp(const Tensor& self, DimList dims, bool keepdim,
+            std::optional<c10::ScalarType> dtype, const Tensor& out = Tensor()) {
+  return reduceAs("prod", self, dims, keepdim, sumDtype(self, dtype, out));
+}
+
+Tensor extreme(const char* op, const Tensor& self, c10::IntArrayRef dims, bool keepdim) {
+  Plan p = makePlan(self, dims, keepdim);
+  checkNonEmpty(op, self, p, !dims.empty());
+  return reduceAs(op, self, dims, keepdim, self.scalar_type());
+}
+
+/// max/min over all elements (max(), min()).
+Tensor extremeAll(bool is_max, const Tensor& self) {
+  TORCH_CHECK(self.numel() != 0, is_max ? "max" : "min", "(): Expected reduction dim to be "
+              "specified for input.numel() == 0. Specify the reduction dim with the 'dim' "
+              "argument.");
+  return reduceAs(is_max ? "amax" : "amin", self, c10::IntArrayRef{}, false,
+                  self.scalar_type());
+}
+
+/// Values and indices of max/min (argmax/argmin when only indices matter).
+std::tuple<Tensor, Tensor> withIndex(bool is_max, const char* op, const Tensor& self,
+                                     std::optional<int64_t> dim, bool keepdim) {
+  std::vector<int64_t> dims;
+  if (dim.has_value()) dims.push_back(*dim);
+  TORCH_CHECK(std::string(op).rfind("arg", 0) != 0 || self.scalar_type() != c10::ScalarType::Bool,
+              op, "(): does not support bool input");
+  Plan p = makePlan(self, dims, keepdim);
+  if (dim.has_value()) {
+    checkNonEmpty(op, self, p, true);
+  } else {
+    TORCH_CHECK_INDEX(self.numel() != 0, op, "(): Expected reduction dim to be specified for "
+                      "input.numel() == 0.");
+    if (keepdim) p.shape.assign(self.dim(), 1);
+  }
+  Tensor values = at::empty(p.shape, self.options());
+  Tensor indices = at::empty(p.shape, self.options().dtype(c10::ScalarType::Long));
+  launch(std::string(is_max ? "argmax_" : "argmin_") + dtypeSuffix(self.scalar_type()),
+         {memrefOf(values.view({p.outer, p.inner})), memrefOf(indices.view({p.outer, p.inner})),
+          memrefOf(p.in3)},
+         p, self);
+  return {values, indices};
+}
+
+/// var or std, and the mean.
+std::tuple<Tensor, Tensor> moments(bool take_sqrt, const Tensor& self, DimList dims,
+                                   const std::optional<at::Scalar>& correction, bool keepdim) {
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()),
+              "std and var only support floating point and complex dtypes");
+  Plan p = makePlan(self, dims, keepdim);
+  Tensor var = at::empty(p.shape, self.options());
+  Tensor mean = at::empty(p.shape, self.options());
+  double c = correction.has_value() ? correction->toDouble() : 1.0;
+  launch(std::string("moments_") + dtypeSuffix(self.scalar_type()),
+         {memrefOf(var.view({p.outer, p.inner})), memrefOf(mean.view({p.outer, p.inner})),
+          memrefOf(p.in3), f64Arg(c), i64Arg(take_sqrt ? 1 : 0)},
+         p, self);
+  return {var, mean};
+}
+
+Tensor vectorNorm(const Tensor& self, const at::Scalar& ord, DimList dims, bool keepdim,
+                  std::optional<c10::ScalarType> dtype) {
+  TORCH_CHECK(c10::isFloatingType(self.scalar_type()),
+              "linalg.vector_norm: Expected a floating point or complex tensor as input. Got ",
+              self.scalar_type());
+  c10::ScalarType result = dtype ? *dtype : self.scalar_type();
+  TORCH_CHECK(c10::isFloatingType(result), "linalg.vector_norm: dtype should be floating point, "
+              "but got ", result);
+  double p = ord.toDouble();
+  if (p < 0 || std::isinf(p)) {
+    Plan plan = makePlan(self, dims, keepdim);
+    bool all = !dims.has_value() || dims->empty();
+    if (all) {
+      TORCH_CHECK(self.numel() != 0, "linalg.vector_norm cannot compute the ", ord,
+                  " norm on an empty tensor because the operation does not have an identity");
+    } else {
+      for (int64_t d = 0; d < self.dim(); ++d)
+        TORCH_CHECK(!plan.reduced[d] || self.size(d) != 0, "linalg.vector_norm cannot compute "
+                    "the ", ord, " norm on the dimension ", d, "because this dimension is "
+                    "empty and the operation does not have an identity");
+    }
+  }
+  return reduceAs("norm", self, dims, keepdim, result, {f64Arg(p)});
+}
+
+/// any/all: dims nullopt reduces everything; an empty list reduces nothing.
+Tensor anyAll(bool is_any, const Tensor& self, DimList dims, bool keepdim) {
+  const bool u8 = self.scalar_type() == c10::ScalarType::Byte;
+  if (dims.has_value() && dims->empty()) {
+    return u8 ? self.ne(0).to(c10::ScalarType::Byte) : self.ne(0);
+  }
+  Plan p = makePlan(self, dims, keepdim);
+  Tensor result =
+      at::empty(p.shape, self.options().dtype(u8 ? c10::ScalarType::Byte : c10::ScalarType::Bool));
+  launch(std::string(is_any ? "any_" : "all_") + dtypeSuffix(self.scalar_type()),
+         {memrefOf(result.view({p.outer, p.inner})), memrefOf(p.in3)}, p, self);
+  return result;
+}
+
+Tensor cumsumOp(const Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype,
+              const Tensor& out = Tensor()) {
+  c10::ScalarType result_dtype = sumDtype(self, dtype, out);
+  TORCH_CHECK(result_dtype != c10::ScalarType::Bool, "cumsum: bool results are not supported "
+              "on maia");
+  Tensor x = castTo(self, result_dtype);
+  const int64_t nd = x.dim();
+  int64_t d = at::maybe_wrap_dim(dim, nd);
+  Plan p;
+  if (nd > 0) {
+    for (int64_t i = 0; i < nd; ++i) {
+      if (i < d) p.outer *= x.size(i);
+      else if (i > d) p.inner *= x.size(i);
+      else p.n = x.size(i);
+    }
+  }
+  p.in3 = x.reshape({p.outer, p.n, p.inner});
+  Tensor result = at::empty(x.sizes(), x.options());
+  launch(std::string("cumsum_") + dtypeSuffix(result_dtype),
+         {memrefOf(result.view({p.outer, p.n, p.inner})), memrefOf(p.in3)}, p, x);
+  return result;
+}
+
+std::vector<int64_t> oneDim(int64_t dim) { return {dim}; }
+
+// ---------------------------------------------------------------- registration
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  using ST = std::optional<c10::ScalarType>;
+  // sum, mean, prod
+  m.impl("sum.dim_IntList", [](const Tensor& self, DimList dim, bool keepdim, ST dtype) {
+    return sumOp(self, dim, keepdim, dtype);
+  });
+  m.impl("sum.IntList_out", [](const Tensor& self, DimList dim, bool keepdim, ST dtype,
+                               Tensor& out) -> Tensor& {
+    return into(out, sumOp(self, dim, keepdim, dtype, out));
+  });
+  m.impl("mean.dim", [](const Tensor& self, DimList dim, bool keepdim, ST dtype) {
+    return meanOp(self, dim, keepdim, dtype);
+  });
+  m.impl("mean.out", [](const Tensor& self, DimList dim, bool keepdim, ST dtype,
+                        Tensor& out) -> Tensor& {
+    return into(out, meanOp(self, dim, keepdim, dtype, out));
+  });
+  m.impl("prod", [](const Tensor& self, ST dtype) {
+    return prodOp(self, c10::IntArrayRef{}, false, dtype);
+  });
+  m.impl("prod.dim_int", [](const Tensor& self, int64_t dim, bool keepdim, ST dtype) {
+    return prodOp(self, oneDim(dim), keepdim, dtype);
+  });
+  m.impl("prod.int_out", [](const Tensor& self, int64_t dim, bool keepdim, ST dtype,
+                            Tensor& out) -> Tensor& {
+    return into(out, prodOp(self, oneDim(dim), keepdim, dtype, out));
+  });
+  // amax, amin, max, min
+  m.impl("amax", [](const Tensor& self, c10::IntArrayRef dim, bool keepdim) {
+    return extreme("amax", self, dim, keepdim);
+  });
+  m.impl("amax.out", [](const Tensor& self, c10::IntArrayRef dim, bool keepdim,
+                        Tensor& out) -> Tensor& {
+    return into(out, extreme("amax", self, dim, keepdim));
+  });
+  m.impl("amin", [](const Tensor& self, c10::IntArrayRef dim, bool keepdim) {
+    return extreme("amin", self, dim, keepdim);
+  });
+  m.impl("amin.out", [](const Tensor& self, c10::IntArrayRef dim, bool keepdim,
+                        Tensor& out) -> Tensor& {
+    return into(out, extreme("amin", self, dim, keepdim));
+  });
+  m.impl("max", [](const Tensor& self) { return extremeAll(true, self); });
+  m.impl("min", [](const Tensor& self) { return extremeAll(false, self); });
+  m.impl("max.unary_out", [](const Tensor& self, Tensor& out) -> Tensor& {
+    return into(out, extremeAll(true, self));
+  });
+  m.impl("min.unary_out", [](const Tensor& self, Tensor& out) -> Tensor& {
+    return into(out, extremeAll(false, self));
+  });
+  m.impl("max.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
+    return withIndex(true, "max", self, dim, keepdim);
+  });
+  m.impl("min.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
+    return withIndex(false, "min", self, dim, keepdim);
+  });
+  m.impl("max.dim_max", [](const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
+                           Tensor& indices) -> std::tuple<Tensor&, Tensor&> {
+    auto [v, i] = withIndex(true, "max", self, dim, keepdim);
+    into(values, v);
+    into(indices, i);
+    return {values, indices};
+  });
+  m.impl("min.dim_min", [](const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
+                           Tensor& indices) -> std::tuple<Tensor&, Tensor&> {
+    auto [v, i] = withIndex(false, "min", self, dim, keepdim);
+    into(values, v);
+    into(indices, i);
+    return {values, indices};
+  });
+  m.impl("argmax", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+    return std::get<1>(withIndex(true, "argmax", self, dim, keepdim));
+  });
+  m.impl("argmax.out", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim,
+                          Tensor& out) -> Tensor& {
+    return into(out, std::get<1>(withIndex(true, "argmax", self, dim, keepdim)));
+  });
+  m.impl("argmin", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+    return std::get<1>(withIndex(false, "argmin", self, dim, keepdim));
+  });
+  m.impl("argmin.out", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim,
+                          Tensor& out) -> Tensor& {
+    return into(out, std::get<1>(withIndex(false, "argmin", self, dim, keepdim)));
+  });
+  // var, std
+  m.impl("var.correction", [](const Tensor& self, DimList dim,
+                              const std::optional<at::Scalar>& correction, bool keepdim) {
+    return std::get<0>(moments(false, self, dim, correction, keepdim));
+  });
+  m.impl("var.correction_out", [](const Tensor& self, DimList dim,
+                                  const std::optional<at::Scalar>& correction, bool keepdim,
+                                  Tensor& out) -> Tensor& {
+    return into(out, std::get<0>(moments(false, self, dim, correction, keepdim)));
+  });
+  m.impl("std.correction", [](const Tensor& self, DimList dim,
+                              const std::optional<at::Scalar>& correction, bool keepdim) {
+    return std::get<0>(moments(true, self, dim, correction, keepdim));
+  });
+  m.impl("std.correction_out", [](const Tensor& self, DimList dim,
+                                  const std::optional<at::Scalar>& correction, bool keepdim,
+                                  Tensor& out) -> Tensor& {
+    return into(out, std::get<0>(moments(true, self, dim, correction, keepdim)));
+  });
+  m.impl("var_mean.correction", [](const Tensor& self, DimList dim,
+                                   const std::optional<at::Scalar>& correction, bool keepdim) {
+    return moments(false, self, dim, correction, keepdim);
+  });
+  m.impl("std_mean.correction", [](const Tensor& self, DimList dim,
+                                   const std::optional<at::Scalar>& correction, bool keepdim) {
+    return moments(true, self, dim, correction, keepdim);
+  });
+  // norms
+  m.impl("linalg_vector_norm", [](const Tensor& self, const at::Scalar& ord, DimList dim,
+                                  bool keepdim, ST dtype) {
+    return vectorNorm(self, ord, dim, keepdim, dtype);
+  });
+  m.impl("linalg_vector_norm.out", [](const Tensor& self, const at::Scalar& ord, DimList dim,
+                                      bool keepdim, ST dtype, Tensor& out) -> Tensor& {
+    return into(out, vectorNorm(self, ord, dim, keepdim, dtype));
+  });
+  // any, all
+  m.impl("any", [](const Tensor& self) { return anyAll(true, self, std::nullopt, false); });
+  m.impl("all", [](const Tensor& self) { return anyAll(false, self, std::nullopt, false); });
+  m.impl("any.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
+    return anyAll(true, self, oneDim(dim), keepdim);
+  });
+  m.impl("all.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
+    return anyAll(false, self, oneDim(dim), keepdim);
+  });
+  m.impl("any.dims", [](const Tensor& self, DimList dim, bool keepdim) {
+    return anyAll(true, self, dim, keepdim);
+  });
+  m.impl("all.dims", [](const Tensor& self, DimList dim, bool keepdim) {
+    return anyAll(false, self, dim, keepdim);
+  });
+  m.impl("any.all_out", [](const Tensor& self, Tensor& out) -> Tensor& {
+    return into(out, anyAll(true, self, std::nullopt, false));
+  });
+  m.impl("all.all_out", [](const Tensor& self, Tensor& out) -> Tensor& {
+    return into(out, anyAll(false, self, std::nullopt, false));
+  });
+  m.impl("any.out", [](const Tensor& self, int64_t dim, bool keepdim, Tensor& out) -> Tensor& {
+    return into(out, anyAll(true, self, oneDim(dim), keepdim));
+  });
+  m.impl("all.out", [](const Tensor& self, int64_t dim, bool keepdim, Tensor& out) -> Tensor& {
+    return into(out, anyAll(false, self, oneDim(dim), keepdim));
+  });
+  m.impl("any.dims_out", [](const Tensor& self, DimList dim, bool keepdim,
+                            Tensor& out) -> Tensor& {
+    return into(out, anyAll(true, self, dim, keepdim));
+  });
+  m.impl("all.dims_out", [](const Tensor& self, DimList dim, bool keepdim,
+                            Tensor& out) -> Tensor& {
+    return into(out, anyAll(false, self, dim, keepdim));
+  });
+  // cumsum
+  m.impl("cumsum", [](const Tensor& self, int64_t dim, ST dtype) {
+    return cumsumOp(self, dim, dtype);
+  });
+  m.impl("cumsum.out", [](const Tensor& self, int64_t dim, ST dtype, Tensor& out) -> Tensor& {
+    return into(out, cumsumOp(self, dim, dtype, out));
+  });
+  m.impl("cumsum_", [](Tensor& self, int64_t dim, ST dtype) -> Tensor& {
+    return self.copy_(cumsumOp(self, dim, dtype, self));
+  });
+}
+
+}  // namespace
+}  // namespace torch_maia::ops

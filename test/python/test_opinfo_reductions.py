@@ -1,0 +1,308 @@
+"""OpInfo sweep of the native reductions (runtime/torch/csrc/ops/Reduction.cpp on the
+reduce kernel binary): PyTorch's own sample inputs (op_db) run on maia and on the CPU,
+compared with torch.testing.assert_close, for every dtype maia supports; gradients in
+float32/float64. Each (op, dtype) must run without the host fallback. Then targeted
+cases: non-contiguous and permuted inputs, reductions over non-adjacent dims, empty
+tensors (identities and errors), 0-d tensors, out= variants, NaN and tie rules of the
+index reductions, large inputs that take several programs."""
+
+import math
+
+import pytest
+import torch
+from torch.testing._internal.common_methods_invocations import op_db
+from torch.utils._pytree import tree_map
+
+# (op_db name, variant_test_name)
+NATIVE = [
+    ("sum", ""), ("mean", ""), ("prod", ""), ("amax", ""), ("amin", ""),
+    ("max", "reduction_with_dim"), ("max", "reduction_no_dim"),
+    ("min", "reduction_with_dim"), ("min", "reduction_no_dim"),
+    ("argmax", ""), ("argmin", ""), ("var", ""), ("var", "unbiased"), ("std", ""),
+    ("std", "unbiased"), ("var_mean", ""), ("var_mean", "unbiased"), ("std_mean", ""),
+    ("std_mean", "unbiased"), ("linalg.vector_norm", ""), ("norm", ""), ("norm", "fro"),
+    ("norm", "inf"), ("any", ""), ("all", ""), ("cumsum", ""),
+]
+# norm.nuc is the nuclear norm (a sum of singular values from svd), not a vector norm:
+# it does not go through linalg_vector_norm and stays on the host fallback.
+SKIPPED = {("norm", "nuc"): "nuclear norm: svd, not a reduction kernel (host fallback)"}
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+          torch.int16, torch.int8, torch.uint8, torch.bool]
+# out= samples write through the functional result (covered by test_out_variants below).
+UNSUPPORTED_SAMPLE_KWARGS = {"out"}
+
+OPS = [op for op in op_db if (op.name, op.variant_test_name) in NATIVE]
+
+# Half-precision results: maia accumulates in float32 and rounds once, as the CPU's
+# reduction kernels do, but mean on the CPU rounds the sum to the storage type before
+# dividing and the float32 accumulation order differs: PyTorch's own device-vs-CPU
+# tolerances for float16, one bfloat16 ulp (2^-7 relative) for bfloat16.
+# float32: maia sums with 16 interleaved accumulators, the CPU with its cascade sum; the
+# rounding differs by a few ulps of the partial sums (default float32 tolerances, 1e-5
+# absolute, cover the op_db samples).
+TOLERANCES = {torch.float16: dict(atol=1e-3, rtol=1e-3),
+              torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2)}
+
+
+def tolerances(dtype):
+    return TOLERANCES.get(dtype, {})
+
+
+def to_maia(x):
+    return x.to("maia") if isinstance(x, torch.Tensor) else x
+
+
+def cases():
+    for op in OPS:
+        supported = op.supported_dtypes("cpu")
+        for dtype in DTYPES:
+            if dtype in supported:
+                yield pytest.param(op, dtype, id=f"{op.name}.{op.variant_test_name}-{dtype}")
+
+
+def forbid_fallback(before, what):
+    after = torch.maia.fallback_counts()
+    grew = {k: v for k, v in after.items() if v > before.get(k, 0)}
+    assert not grew, f"{what} fell back to the host for: {grew}"
+
+
+def assert_close_tree(actual, expected, msg, **tol):
+    if isinstance(expected, (tuple, list)):
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_close_tree(a, e, msg, **tol)
+        return
+    torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, msg=msg, **tol)
+
+
+@pytest.mark.parametrize("op,dtype", list(cases()))
+def test_matches_cpu(op, dtype):
+    samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
+    assert samples, "no sample inputs"
+    for sample in samples:
+        if UNSUPPORTED_SAMPLE_KWARGS & set(sample.kwargs):
+            continue
+        try:
+            expected = op(sample.input, *sample.args, **sample.kwargs)
+        except Exception as error:  # the CPU refuses this sample: maia must refuse it too
+            with pytest.raises(type(error)):
+                op(to_maia(sample.input), *tree_map(to_maia, sample.args),
+                   **tree_map(to_maia, sample.kwargs))
+                torch.maia.synchronize()
+            continue
+        before = torch.maia.fallback_counts()
+        actual = op(to_maia(sample.input), *tree_map(to_maia, sample.args),
+                    **tree_map(to_maia, sample.kwargs))
+        forbid_fallback(before, op.name)
+        assert_close_tree(actual, expected, lambda m: f"{op.name} {dtype} {sample}: {m}",
+                          **tolerances(dtype))
+
+
+def test_skipped_variants_are_stated():
+    names = {(op.name, op.variant_test_name) for op in op_db}
+    for key, reason in SKIPPED.items():
+        assert key in names and reason
+
+
+GRAD_OPS = [op for op in OPS if op.supports_autograd]
+
+
+@pytest.mark.parametrize("op", GRAD_OPS, ids=lambda op: f"{op.name}.{op.variant_test_name}")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gradients_match_cpu(op, dtype):
+    if dtype not in op.supported_backward_dtypes("cpu"):
+        pytest.skip(f"{op.name} has no CPU backward for {dtype}")
+    for sample in op.sample_inputs("cpu", dtype, requires_grad=True):
+        if UNSUPPORTED_SAMPLE_KWARGS & set(sample.kwargs):
+            continue
+        expected = op(sample.input, *sample.args, **sample.kwargs)
+        outputs = expected if isinstance(expected, tuple) else (expected,)
+        keep = [i for i, t in enumerate(outputs)
+                if isinstance(t, torch.Tensor) and t.requires_grad]
+        if not keep:
+            continue
+        leaves_cpu = [t for t in [sample.input, *sample.args]
+                      if isinstance(t, torch.Tensor) and t.requires_grad]
+        leaves_maia = [t.detach().to("maia").requires_grad_() for t in leaves_cpu]
+        mapping = {id(c): m for c, m in zip(leaves_cpu, leaves_maia)}
+        convert = lambda x: mapping.get(id(x), to_maia(x)) if isinstance(x, torch.Tensor) else x
+        actual = op(convert(sample.input), *[convert(a) for a in sample.args],
+                    **tree_map(to_maia, sample.kwargs))
+        actual = actual if isinstance(actual, tuple) else (actual,)
+        outs_cpu = [outputs[i] for i in keep]
+        outs_maia = [actual[i] for i in keep]
+        grads = [torch.ones_like(t) for t in outs_cpu]
+        expected_grads = torch.autograd.grad(outs_cpu, leaves_cpu, grads, allow_unused=True)
+        actual_grads = torch.autograd.grad(outs_maia, leaves_maia, [g.to("maia") for g in grads],
+                                           allow_unused=True)
+        for e, a in zip(expected_grads, actual_grads):
+            if e is None:
+                assert a is None
+            else:
+                torch.testing.assert_close(a.cpu(), e, equal_nan=True)
+
+
+# ---------------------------------------------------------------- targeted cases
+
+def check(fn, *inputs, **tol):
+    expected = fn(*inputs)
+    before = torch.maia.fallback_counts()
+    actual = fn(*[to_maia(x) for x in inputs])
+    forbid_fallback(before, "reduction")
+    assert_close_tree(actual, expected, None, **tol)
+
+
+FUNCTIONS = {
+    "sum": lambda x, d, k: x.sum(d, keepdim=k),
+    "mean": lambda x, d, k: x.mean(d, keepdim=k),
+    "amax": lambda x, d, k: x.amax(d, keepdim=k),
+    "amin": lambda x, d, k: x.amin(d, keepdim=k),
+    "var": lambda x, d, k: x.var(d, keepdim=k, correction=0),
+    "std": lambda x, d, k: x.std(d, keepdim=k),
+    "norm2": lambda x, d, k: torch.linalg.vector_norm(x, 2, d, keepdim=k),
+    "norm1": lambda x, d, k: torch.linalg.vector_norm(x, 1, d, keepdim=k),
+    "norminf": lambda x, d, k: torch.linalg.vector_norm(x, math.inf, d, keepdim=k),
+    "norm3": lambda x, d, k: torch.linalg.vector_norm(x, 3.5, d, keepdim=k),
+    "any": lambda x, d, k: (x > 0.5).any(d, keepdim=k),
+    "all": lambda x, d, k: (x > -0.5).all(d, keepdim=k),
+}
+LAYOUTS = {
+    "contiguous": lambda: torch.randn(4, 5, 6, 7, dtype=torch.float64),
+    "transposed": lambda: torch.randn(7, 5, 6, 4, dtype=torch.float64).transpose(0, 3),
+    "sliced": lambda: torch.randn(8, 5, 12, 7, dtype=torch.float64)[::2, :, ::2],
+    "expanded": lambda: torch.randn(1, 5, 6, 1, dtype=torch.float64).expand(4, 5, 6, 7),
+}
+
+
+@pytest.mark.parametrize("name", list(FUNCTIONS))
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("dims", [(0,), (3,), (1, 2), (0, 2), (0, 3), (1, 3), (0, 1, 2, 3), (-1, 0, 2)])
+def test_dims_and_layouts(name, layout, dims):
+    torch.manual_seed(0)
+    x = LAYOUTS[layout]()
+    for keepdim in (False, True):
+        check(lambda t: FUNCTIONS[name](t, dims, keepdim), x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16, torch.int32,
+                                   torch.int64, torch.uint8, torch.bool])
+def test_large_multi_program(dtype):
+    torch.manual_seed(0)
+    # 2^20 elements: split across programs; rows of 4096 and columns of 256.
+    x = (torch.randn(256, 4096) * 4).to(dtype)
+    # float32 sums of 2^20 terms: another summation order than the CPU's cascade sum.
+    tol = {torch.float32: dict(atol=1e-3, rtol=1e-5)}.get(dtype, tolerances(dtype))
+    check(lambda t: t.sum(), x, **tol)
+    check(lambda t: t.sum(0), x, **tol)
+    check(lambda t: t.sum(1), x, **tol)
+    check(lambda t: t.amax(1), x)
+    if dtype != torch.bool:  # argmax refuses bool (test_index_rules checks maia refuses too)
+        check(lambda t: t.argmax(0), x)
+    check(lambda t: t.cumsum(1), x, **tol)
+    if dtype.is_floating_point:
+        check(lambda t: t.float().var(1), x, atol=1e-3, rtol=1e-5)
+        check(lambda t: torch.linalg.vector_norm(t.float(), 2, 0), x, atol=1e-3, rtol=1e-5)
+
+
+def test_empty():
+    e = torch.empty(0, 3)
+    check(lambda t: t.sum(), e)
+    check(lambda t: t.sum(0), e)
+    check(lambda t: t.prod(0), e)
+    check(lambda t: t.mean(0), e)
+    check(lambda t: t.var(0), e)
+    check(lambda t: t.any(0), e)
+    check(lambda t: t.all(0), e)
+    check(lambda t: t.amax(1), e)
+    check(lambda t: t.cumsum(0), e)
+    check(lambda t: torch.linalg.vector_norm(t, 2, 0), e)
+    m = e.to("maia")
+    with pytest.raises(IndexError):
+        m.amax(0)
+    with pytest.raises(RuntimeError):
+        m.amax()
+    with pytest.raises(RuntimeError):
+        m.max()
+    with pytest.raises(IndexError):
+        m.max(0)
+    with pytest.raises(IndexError):
+        m.argmax()
+    with pytest.raises(RuntimeError):
+        torch.linalg.vector_norm(m, math.inf)
+    with pytest.raises(RuntimeError):
+        torch.ones(2, dtype=torch.bool, device="maia").argmax()
+
+
+def test_zero_dim():
+    x = torch.tensor(2.5)
+    for fn in (lambda t: t.sum(), lambda t: t.sum(0), lambda t: t.amax(-1, keepdim=True),
+               lambda t: t.max(0), lambda t: t.argmin(), lambda t: t.var(0, correction=0),
+               lambda t: t.cumsum(0), lambda t: t.prod(), lambda t: t.any(),
+               lambda t: torch.linalg.vector_norm(t), lambda t: t.mean()):
+        check(fn, x)
+
+
+def test_index_rules():
+    nan = float("nan")
+    x = torch.tensor([[1.0, 3.0, 3.0, nan, 2.0, nan], [0.0, -1.0, -1.0, 5.0, 5.0, 0.0]])
+    for fn in (lambda t: t.argmax(1), lambda t: t.argmin(1), lambda t: t.max(1),
+               lambda t: t.min(1), lambda t: t.amax(1), lambda t: t.amin(0), lambda t: t.max(),
+               lambda t: t.argmax(), lambda t: t.argmax(keepdim=True),
+               lambda t: torch.linalg.vector_norm(t, math.inf, 1)):
+        check(fn, x)
+
+
+def test_dtype_rules():
+    x = torch.tensor([[100, 100, 100]], dtype=torch.int8)
+    check(lambda t: t.sum(), x)  # int64 accumulation and result
+    check(lambda t: t.sum(1, dtype=torch.int8), x)
+    check(lambda t: t.prod(1), x)
+    check(lambda t: t.cumsum(1), x)
+    check(lambda t: t.mean(1, dtype=torch.float32), x)
+    check(lambda t: t.float().half().sum(dtype=torch.float32), x)
+    check(lambda t: torch.linalg.vector_norm(t.float(), dtype=torch.float64), x)
+    check(lambda t: t.to(torch.uint8).any(1), x)
+    check(lambda t: t.bool().sum(1), x)
+    with pytest.raises(RuntimeError):
+        x.to("maia").mean()
+    with pytest.raises(RuntimeError):
+        x.to("maia").var()
+
+
+def test_out_variants():
+    torch.manual_seed(0)
+    x = torch.randn(4, 6)
+    m = x.to("maia")
+    for fn in (lambda t, o: torch.sum(t, 1, out=o), lambda t, o: torch.mean(t, 0, out=o),
+               lambda t, o: torch.amax(t, 1, out=o), lambda t, o: torch.cumsum(t, 1, out=o),
+               lambda t, o: torch.var(t, 1, out=o), lambda t, o: torch.std(t, 1, out=o),
+               lambda t, o: torch.prod(t, 1, out=o),
+               lambda t, o: torch.linalg.vector_norm(t, 2, 1, out=o)):
+        expected = fn(x, torch.empty(0))
+        out = torch.empty(0, device="maia")
+        before = torch.maia.fallback_counts()
+        result = fn(m, out)
+        forbid_fallback(before, "out=")
+        assert result is out
+        torch.testing.assert_close(out.cpu(), expected)
+    values, indices = torch.empty(0, device="maia"), torch.empty(0, dtype=torch.long, device="maia")
+    torch.max(m, 1, out=(values, indices))
+    torch.testing.assert_close(values.cpu(), x.max(1).values)
+    torch.testing.assert_close(indices.cpu(), x.max(1).indices)
+    out = torch.empty(0, dtype=torch.long, device="maia")
+    torch.argmax(m, 1, out=out)
+    torch.testing.assert_close(out.cpu(), x.argmax(1))
+    out = torch.empty(0, dtype=torch.bool, device="maia")
+    torch.any(m > 0, 1, out=out)
+    torch.testing.assert_close(out.cpu(), (x > 0).any(1))
+
+
+def test_cumsum_inplace_and_dims():
+    torch.manual_seed(0)
+    x = torch.randn(3, 4, 5).transpose(0, 2)
+    for d in range(-3, 3):
+        check(lambda t: t.cumsum(d), x)
+    m = x.to("maia").contiguous()
+    m.cumsum_(1)
+    torch.testing.assert_close(m.cpu(), x.cumsum(1))
