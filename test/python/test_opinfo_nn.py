@@ -13,7 +13,7 @@ import ctypes
 import pytest
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
-from torch.utils._pytree import tree_map
+from torch.utils._pytree import tree_flatten, tree_map
 
 SOFTMAX = {"aten::_softmax"}
 LOG_SOFTMAX = {"aten::_log_softmax"}
@@ -28,6 +28,11 @@ FORWARD_NATIVE = {
     "nn.functional.cross_entropy": LOG_SOFTMAX | NLL,
     "nn.functional.embedding": {"aten::index_select"},
     "index_select": {"aten::index_select"},
+    "gather": {"aten::gather"},
+    "scatter": {"aten::scatter"},
+    "scatter_add": {"aten::scatter_add"},
+    "cat": {"aten::cat"},
+    "stack": {"aten::cat"},
 }
 BACKWARD_NATIVE = {
     "softmax": {"aten::_softmax_backward_data"},
@@ -43,6 +48,11 @@ BACKWARD_NATIVE = {
     "nn.functional.embedding": {"aten::embedding_dense_backward"},
     # index_select's backward is index_add, not native yet.
     "index_select": set(),
+    "gather": {"aten::scatter_add", "aten::scatter_add_"},
+    "scatter": {"aten::gather"},
+    "scatter_add": {"aten::gather"},
+    "cat": set(),  # slices of the gradient
+    "stack": set(),
 }
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
           torch.int16, torch.int8, torch.uint8, torch.bool]
@@ -107,12 +117,12 @@ def test_matches_cpu(op, dtype):
             expected = op(sample.input, *sample.args, **sample.kwargs)
         except Exception as error:  # the CPU refuses this sample: maia must refuse it too
             with pytest.raises(type(error)):
-                op(to_maia(sample.input), *tree_map(to_maia, sample.args),
+                op(tree_map(to_maia, sample.input), *tree_map(to_maia, sample.args),
                    **tree_map(to_maia, sample.kwargs))
                 torch.maia.synchronize()
             continue
         before = torch.maia.fallback_counts()
-        actual = op(to_maia(sample.input), *tree_map(to_maia, sample.args),
+        actual = op(tree_map(to_maia, sample.input), *tree_map(to_maia, sample.args),
                     **tree_map(to_maia, sample.kwargs))
         grew = fallbacks_since(before, required)
         assert not grew, f"{op.name} fell back to the host for {grew}: {sample}"
@@ -137,13 +147,13 @@ def test_gradients_match_cpu(op, dtype):
         expected = op(sample.input, *sample.args, **sample.kwargs)
         if not isinstance(expected, torch.Tensor) or not expected.requires_grad:
             continue
-        leaves_cpu = [t for t in [sample.input, *sample.args, *sample.kwargs.values()]
+        leaves_cpu = [t for t in tree_flatten([sample.input, sample.args, sample.kwargs])[0]
                       if isinstance(t, torch.Tensor) and t.requires_grad]
         leaves_maia = [t.detach().to("maia").requires_grad_() for t in leaves_cpu]
         mapping = {id(c): m for c, m in zip(leaves_cpu, leaves_maia)}
         convert = lambda x: mapping.get(id(x), to_maia(x)) if isinstance(x, torch.Tensor) else x
-        actual = op(convert(sample.input), *[convert(a) for a in sample.args],
-                    **{k: convert(v) for k, v in sample.kwargs.items()})
+        actual = op(tree_map(convert, sample.input), *tree_map(convert, sample.args),
+                    **tree_map(convert, sample.kwargs))
         # A non-uniform upstream gradient: ones would hide errors in softmax's backward.
         grad = torch.randn_like(expected)
         expected_grads = torch.autograd.grad(expected, leaves_cpu, grad, allow_unused=True)
@@ -185,6 +195,22 @@ def test_large_rows_and_any_dim():
                                table.index_select(0, idx))
 
 
+def test_scatter_add_and_gather_large():
+    """Multi-program launches with many duplicate indices: scatter_add sums them in a fixed
+    order; gather reads them back; cat of mixed dtypes promotes like the CPU."""
+    torch.manual_seed(0)
+    src = torch.randn(3000, 64, dtype=torch.float64)
+    index = torch.randint(0, 50, (3000, 64))
+    out = torch.zeros(50, 64, dtype=torch.float64)
+    expected = out.scatter_add(0, index, src)
+    actual = out.to("maia").scatter_add(0, index.to("maia"), src.to("maia"))
+    torch.testing.assert_close(actual.cpu(), expected)
+    torch.testing.assert_close(torch.gather(actual, 0, index.to("maia")).cpu(),
+                               torch.gather(expected, 0, index))
+    a, b = torch.randn(3, 4), torch.arange(8, dtype=torch.int32).view(2, 4)
+    torch.testing.assert_close(torch.cat([a.to("maia"), b.to("maia")]).cpu(), torch.cat([a, b]))
+
+
 def test_cross_entropy_trains_natively():
     """cross_entropy forward and backward with no host fallback at all."""
     torch.manual_seed(0)
@@ -204,7 +230,8 @@ def test_cross_entropy_trains_natively():
     assert not {k for k in grew if "softmax" in k or "nll" in k}, grew
 
 
-@pytest.mark.parametrize("case", ["index_select", "nll_loss", "embedding_backward"])
+@pytest.mark.parametrize("case", ["index_select", "nll_loss", "embedding_backward", "gather",
+                                  "scatter_add"])
 def test_out_of_range_index_is_a_sticky_error(case):
     """No host-side check (it would synchronize): the kernel traps, the driver reports a
     sticky error naming the kernel at the next synchronize; a reset recovers."""
@@ -219,6 +246,14 @@ def test_out_of_range_index_is_a_sticky_error(case):
         x = torch.randn(4, 3, device=device)
         torch.nn.functional.nll_loss(x, torch.tensor([0, 1, 5, 2], device=device))
         kernel = "nll_loss_f32"
+    elif case == "gather":
+        x = torch.randn(4, 3, device=device)
+        torch.gather(x, 1, torch.tensor([[0], [3], [1], [2]], device=device))
+        kernel = "gather_f32"
+    elif case == "scatter_add":
+        x = torch.zeros(4, 3, device=device)
+        x.scatter_add_(0, torch.tensor([[0, -1, 1]], device=device), torch.ones(1, 3, device=device))
+        kernel = "scatter_f32"
     else:
         g = torch.randn(2, 5, device=device)
         torch.ops.aten.embedding_dense_backward(g, torch.tensor([1, -3], device=device), 4,

@@ -1,5 +1,5 @@
-// The NN kernels: softmax/log_softmax, layer_norm, nll_loss, index_select
-// and embedding backward, each templated over the storage type and
+// The NN kernels: softmax/log_softmax, layer_norm, nll_loss, index_select,
+// embedding backward, gather and scatter (assign/add/multiply), each templated over the storage type and
 // instantiated per dtype by gen_nn_kernels.py.
 //
 // Work is split into rows: each program owns a contiguous block of rows
@@ -383,6 +383,92 @@ void embeddingBackward(void* const* args, const maia_grid_t* grid) {
     const T* src = row(grad, i) + slice.begin;
     for (int64_t c = 0; c < width; ++c)
       dst[c] = store<T>(static_cast<A>(load(dst[c])) + static_cast<A>(load(src[c])));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// gather / scatter over rank-4 memrefs (leading dimensions of extent 1 pad
+// lower ranks), iterating over the index's shape. Each program owns a block
+// of the positions apart from dimension dim and walks dim in order, so
+// scatter's duplicates resolve as on the CPU (the last write wins) and
+// scatter_add sums in a fixed order.
+
+/// The multi-index (dimension dim left 0) of position r of sizes apart from dim.
+inline void decode(int64_t r, const int64_t* sizes, int64_t dim, int64_t* coord) {
+  for (int d = 3; d >= 0; --d) {
+    if (d == dim) {
+      coord[d] = 0;
+      continue;
+    }
+    coord[d] = r % sizes[d];
+    r /= sizes[d];
+  }
+}
+
+template <typename T, typename U>
+int64_t offsetAt(const MemRef<T, 4>& m, const int64_t* coord) {
+  int64_t o = m.offset;
+  for (int d = 0; d < 4; ++d) o += coord[d] * m.strides[d];
+  return o;
+}
+
+// args: out (index's shape), self, index, dim.
+template <typename T>
+void gather(void* const* args, const maia_grid_t* grid) {
+  const auto& out = memref<T, 4>(args, 0);
+  const auto& self = memref<T, 4>(args, 1);
+  const auto& index = memref<int64_t, 4>(args, 2);
+  const int64_t dim = scalar<int64_t>(args, 3);
+  int64_t rows = 1;
+  for (int d = 0; d < 4; ++d)
+    if (d != dim) rows *= index.sizes[d];
+  const int64_t k_end = index.sizes[dim], n = self.sizes[dim];
+  auto slice = maia_kernel::programSlice(grid, rows);
+  int64_t coord[4];
+  for (int64_t r = slice.begin; r < slice.end; ++r) {
+    decode(r, index.sizes, dim, coord);
+    const int64_t* pi = index.aligned + offsetAt<int64_t, int64_t>(index, coord);
+    T* po = out.aligned + offsetAt<T, T>(out, coord);
+    const T* ps = self.aligned + offsetAt<T, T>(self, coord);
+    const int64_t si = index.strides[dim], so = out.strides[dim], ss = self.strides[dim];
+    for (int64_t k = 0; k < k_end; ++k) {
+      const int64_t j = pi[k * si];
+      checkIndex(j, n);
+      po[k * so] = ps[j * ss];
+    }
+  }
+}
+
+// args: out (written in place), index, src, dim, mode (0 assign, 1 add, 2 multiply).
+template <typename T>
+void scatter(void* const* args, const maia_grid_t* grid) {
+  const auto& out = memref<T, 4>(args, 0);
+  const auto& index = memref<int64_t, 4>(args, 1);
+  const auto& src = memref<T, 4>(args, 2);
+  const int64_t dim = scalar<int64_t>(args, 3), mode = scalar<int64_t>(args, 4);
+  int64_t rows = 1;
+  for (int d = 0; d < 4; ++d)
+    if (d != dim) rows *= index.sizes[d];
+  const int64_t k_end = index.sizes[dim], n = out.sizes[dim];
+  auto slice = maia_kernel::programSlice(grid, rows);
+  int64_t coord[4];
+  for (int64_t r = slice.begin; r < slice.end; ++r) {
+    decode(r, index.sizes, dim, coord);
+    const int64_t* pi = index.aligned + offsetAt<int64_t, int64_t>(index, coord);
+    T* po = out.aligned + offsetAt<T, T>(out, coord);
+    const T* ps = src.aligned + offsetAt<T, T>(src, coord);
+    const int64_t si = index.strides[dim], so = out.strides[dim], ss = src.strides[dim];
+    for (int64_t k = 0; k < k_end; ++k) {
+      const int64_t j = pi[k * si];
+      checkIndex(j, n);
+      T& dst = po[j * so];
+      if (mode == 0)
+        dst = ps[k * ss];
+      else if (mode == 1)
+        dst = store<T>(load(dst) + load(ps[k * ss]));
+      else
+        dst = store<T>(load(dst) * load(ps[k * ss]));
+    }
   }
 }
 

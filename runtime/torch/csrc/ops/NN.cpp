@@ -9,7 +9,12 @@
 // the host (that would need a synchronization): the kernel traps, which the
 // driver reports as a sticky device error naming the kernel at the next
 // synchronizing call, like CUDA's device-side assert.
+#include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
+#include <ATen/native/Resize.h>
+#include <ATen/native/ScatterGatherChecks.h>
+#include <ATen/native/TypeProperties.h>
+#include <ATen/ops/full.h>
 #include <ATen/ops/embedding_dense_backward.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
@@ -343,7 +348,175 @@ Tensor embeddingDenseBackward(const Tensor& grad_output, const Tensor& indices,
   return gw;
 }
 
+// ---------------------------------------------------------------------------
+// gather / scatter over rank-4 views (leading extent-1 dimensions pad lower
+// ranks; more than 4 dimensions are computed on the host, counted as a
+// fallback).
+
+Tensor rank4(const Tensor& t) {
+  Tensor v = t;
+  while (v.dim() < 4) v = v.unsqueeze(0);
+  return v;
+}
+
+Tensor gatherOp(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad) {
+  dim = at::maybe_wrap_dim(dim, self.dim());
+  at::native::scatter_gather_dtype_check("gather", self, index, std::nullopt);
+  Tensor out = at::empty(index.sizes(), self.options());
+  if (index.numel() == 0) return out;
+  at::native::gather_shape_check(self, dim, index);
+  TORCH_CHECK_INDEX(self.numel() > 0, "gather(): self is empty but index is not");
+  if (self.dim() > 4) {
+    noteHostFallback("aten::gather");
+    return at::gather(self.cpu(), dim, index.cpu(), sparse_grad).to(self.device());
+  }
+  Tensor idx = index.to(c10::ScalarType::Long);
+  const int64_t pad = 4 - std::max<int64_t>(self.dim(), 1);
+  launch("gather", self.scalar_type(),
+         {memrefOf(rank4(out)), memrefOf(rank4(self)), memrefOf(rank4(idx)),
+          intArg(dim + pad)},
+         programsFor(index.numel() / std::max<int64_t>(index.dim() ? index.size(dim) : 1, 1),
+                     index.numel()),
+         self.device());
+  return out;
+}
+
+/// Scatters src (index's shape or larger) into out in place; mode 0 assign,
+/// 1 add, 2 multiply.
+Tensor& scatterInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+                    int64_t mode, const char* name) {
+  dim = at::maybe_wrap_dim(dim, out.dim());
+  at::native::scatter_gather_dtype_check(name, out, index, src);
+  at::native::scatter_shape_check(out, dim, index, src);
+  if (index.numel() == 0) return out;
+  TORCH_CHECK_INDEX(out.numel() > 0, name, "(): self is empty but index is not");
+  if (out.dim() > 4) {
+    noteHostFallback(std::string("aten::") + name);
+    Tensor host = out.cpu();
+    if (mode == 0) host.scatter_(dim, index.cpu(), src.cpu());
+    else host.scatter_(dim, index.cpu(), src.cpu(), mode == 1 ? "add" : "multiply");
+    out.copy_(host);
+    return out;
+  }
+  Tensor idx = index.to(c10::ScalarType::Long);
+  const int64_t pad = 4 - std::max<int64_t>(out.dim(), 1);
+  launch("scatter", out.scalar_type(),
+         {memrefOf(rank4(out)), memrefOf(rank4(idx)), memrefOf(rank4(src)), intArg(dim + pad),
+          intArg(mode)},
+         programsFor(index.numel() / std::max<int64_t>(index.dim() ? index.size(dim) : 1, 1),
+                     index.numel()),
+         out.device());
+  return out;
+}
+
+int64_t reduceMode(c10::string_view reduce) {
+  if (reduce == "add") return 1;
+  if (reduce == "multiply") return 2;
+  TORCH_CHECK(false, "reduce argument must be either add or multiply.");
+}
+
+Tensor scalarSource(const Tensor& self, const Tensor& index, const at::Scalar& value) {
+  return at::full(index.sizes(), value, self.options());
+}
+
+// ---------------------------------------------------------------------------
+// cat (and stack through it): one device copy per input into its slice.
+
+Tensor& catOut(const at::ITensorListRef& list, int64_t dim, Tensor& out) {
+  std::vector<Tensor> tensors(list.begin(), list.end());
+  TORCH_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  // Legacy behaviour: 1-D empty tensors are skipped.
+  auto skipped = [](const Tensor& t) { return t.dim() == 1 && t.size(0) == 0; };
+  const Tensor* ref = nullptr;
+  for (const Tensor& t : tensors)
+    if (!skipped(t)) {
+      ref = &t;
+      break;
+    }
+  c10::ScalarType dtype = at::native::result_type(list);
+  if (ref == nullptr) {
+    at::native::resize_output(out, {0});
+    return out;
+  }
+  TORCH_CHECK(ref->dim() > 0, "zero-dimensional tensor (at position 0) cannot be concatenated");
+  dim = at::maybe_wrap_dim(dim, ref->dim());
+  std::vector<int64_t> shape(ref->sizes().begin(), ref->sizes().end());
+  int64_t total = 0;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor& t = tensors[i];
+    TORCH_CHECK(t.device() == ref->device(), "Expected all tensors to be on the same device, but "
+                "found at least two devices, ", ref->device(), " and ", t.device(), "!");
+    if (skipped(t)) continue;
+    TORCH_CHECK(t.dim() == ref->dim(), "Tensors must have same number of dimensions: got ",
+                ref->dim(), " and ", t.dim());
+    for (int64_t d = 0; d < t.dim(); ++d)
+      TORCH_CHECK(d == dim || t.size(d) == ref->size(d), "Sizes of tensors must match except "
+                  "in dimension ", dim, ". Expected size ", ref->size(d), " but got size ",
+                  t.size(d), " for tensor number ", i, " in the list.");
+    total += t.size(dim);
+  }
+  shape[dim] = total;
+  TORCH_CHECK(c10::canCast(dtype, out.scalar_type()), "torch.cat(): input types can't be cast "
+              "to the desired output type ", out.scalar_type());
+  at::native::resize_output(out, shape);
+  int64_t offset = 0;
+  for (const Tensor& t : tensors) {
+    if (skipped(t)) continue;
+    if (t.size(dim) > 0) out.narrow(dim, offset, t.size(dim)).copy_(t);
+    offset += t.size(dim);
+  }
+  return out;
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("gather", &gatherOp);
+  m.impl("scatter.src", [](const Tensor& self, int64_t dim, const Tensor& index,
+                           const Tensor& src) {
+    Tensor out = self.clone(at::MemoryFormat::Contiguous);
+    return scatterInto(out, dim, index, src, 0, "scatter");
+  });
+  m.impl("scatter_.src", [](Tensor& self, int64_t dim, const Tensor& index,
+                            const Tensor& src) -> Tensor& {
+    return scatterInto(self, dim, index, src, 0, "scatter_");
+  });
+  m.impl("scatter.value", [](const Tensor& self, int64_t dim, const Tensor& index,
+                             const at::Scalar& value) {
+    Tensor out = self.clone(at::MemoryFormat::Contiguous);
+    return scatterInto(out, dim, index, scalarSource(self, index, value), 0, "scatter");
+  });
+  m.impl("scatter_.value", [](Tensor& self, int64_t dim, const Tensor& index,
+                              const at::Scalar& value) -> Tensor& {
+    return scatterInto(self, dim, index, scalarSource(self, index, value), 0, "scatter_");
+  });
+  m.impl("scatter.reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
+                              const Tensor& src, c10::string_view reduce) {
+    Tensor out = self.clone(at::MemoryFormat::Contiguous);
+    return scatterInto(out, dim, index, src, reduceMode(reduce), "scatter");
+  });
+  m.impl("scatter.value_reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
+                                    const at::Scalar& value, c10::string_view reduce) {
+    Tensor out = self.clone(at::MemoryFormat::Contiguous);
+    return scatterInto(out, dim, index, scalarSource(self, index, value), reduceMode(reduce),
+                       "scatter");
+  });
+  m.impl("scatter_add", [](const Tensor& self, int64_t dim, const Tensor& index,
+                           const Tensor& src) {
+    Tensor out = self.clone(at::MemoryFormat::Contiguous);
+    return scatterInto(out, dim, index, src, 1, "scatter_add");
+  });
+  m.impl("scatter_add_", [](Tensor& self, int64_t dim, const Tensor& index,
+                            const Tensor& src) -> Tensor& {
+    return scatterInto(self, dim, index, src, 1, "scatter_add_");
+  });
+  m.impl("cat", [](const at::ITensorListRef& tensors, int64_t dim) {
+    std::vector<Tensor> list(tensors.begin(), tensors.end());
+    TORCH_CHECK(!list.empty(), "torch.cat(): expected a non-empty list of Tensors");
+    Tensor out = at::empty({0}, list[0].options().dtype(at::native::result_type(tensors)));
+    return catOut(tensors, dim, out);
+  });
+  m.impl("cat.out", [](const at::ITensorListRef& tensors, int64_t dim,
+                       Tensor& out) -> Tensor& { return catOut(tensors, dim, out); });
+
   m.impl("_softmax", [](const Tensor& self, int64_t dim, bool half_to_float) {
     return softmaxForward(self, dim, half_to_float, false);
   });
