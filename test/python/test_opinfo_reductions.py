@@ -253,6 +253,24 @@ def test_index_rules():
         check(fn, x)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_index_rules_long_lines(dtype):
+    # Lines long enough for the vectorized float32 max/min path (then a scan for the first
+    # occurrence): ties, a NaN in the middle, signed zeros, infinities.
+    torch.manual_seed(0)
+    x = torch.randint(-3, 4, (4, 1000)).to(dtype)
+    x[1, 517] = float("nan")
+    x[1, 800] = float("nan")
+    x[2] = 0.0
+    x[2, 10] = -0.0
+    x[3, 300] = float("inf")
+    x[3, 301] = -float("inf")
+    for fn in (lambda t: t.argmax(1), lambda t: t.argmin(1), lambda t: t.max(1),
+               lambda t: t.min(1), lambda t: t.amax(1), lambda t: t.amin(1), lambda t: t.max(),
+               lambda t: t.min(), lambda t: t[0].argmax(), lambda t: t[::2].argmin(1)):
+        check(fn, x)
+
+
 def test_dtype_rules():
     x = torch.tensor([[100, 100, 100]], dtype=torch.int8)
     check(lambda t: t.sum(), x)  # int64 accumulation and result

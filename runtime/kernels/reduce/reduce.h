@@ -10,6 +10,8 @@
 // for integers and bool, as PyTorch accumulates on the CPU.
 #pragma once
 
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -25,7 +27,7 @@ using maia_eager::load;
 using maia_eager::store;
 using maia_eager::compute_t;
 
-constexpr int64_t kBlock = 256;
+constexpr int64_t kBlock = 1024;  // outputs per block: 4 KiB float rows
 constexpr int kLanes = 16;
 
 /// The accumulate type for storage type T.
@@ -79,11 +81,51 @@ struct ExtremeOp {
   Acc init() const { return IsMax ? lowest<C>() : highest<C>(); }
   Acc step(Acc a, C x) const {
     bool take = IsMax ? (x > a) : (x < a);
-    return (isNan(x) || take) ? x : a;
+    return (isNan(x) | take) ? x : a;  // branch-free: vectorizes
   }
   Acc combine(Acc a, Acc b) const { return step(a, b); }
   Acc finish(Acc a, int64_t) const { return a; }
 };
+template <typename Op>
+struct IsExtremeF32 : std::false_type {};
+template <bool IsMax>
+struct IsExtremeF32<ExtremeOp<float, IsMax>> : std::true_type {
+  static constexpr bool kMax = IsMax;
+};
+
+/// max/min of a unit-stride float line with AVX2 (the compiler does not
+/// vectorize the NaN-propagating select); NaN if any element is NaN.
+template <bool IsMax>
+float extremeLineF32(const float* p, int64_t n) {
+  const float init = IsMax ? -std::numeric_limits<float>::infinity()
+                           : std::numeric_limits<float>::infinity();
+  __m256 m0 = _mm256_set1_ps(init), m1 = m0, m2 = m0, m3 = m0;
+  __m256 unordered = _mm256_setzero_ps();
+  int64_t r = 0;
+  for (; r + 32 <= n; r += 32) {
+    __m256 x0 = _mm256_loadu_ps(p + r), x1 = _mm256_loadu_ps(p + r + 8);
+    __m256 x2 = _mm256_loadu_ps(p + r + 16), x3 = _mm256_loadu_ps(p + r + 24);
+    unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(x0, x1, _CMP_UNORD_Q));
+    unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(x2, x3, _CMP_UNORD_Q));
+    if constexpr (IsMax) {
+      m0 = _mm256_max_ps(m0, x0); m1 = _mm256_max_ps(m1, x1);
+      m2 = _mm256_max_ps(m2, x2); m3 = _mm256_max_ps(m3, x3);
+    } else {
+      m0 = _mm256_min_ps(m0, x0); m1 = _mm256_min_ps(m1, x1);
+      m2 = _mm256_min_ps(m2, x2); m3 = _mm256_min_ps(m3, x3);
+    }
+  }
+  if (_mm256_movemask_ps(unordered) != 0) return std::numeric_limits<float>::quiet_NaN();
+  alignas(32) float lanes[32];
+  _mm256_store_ps(lanes, m0); _mm256_store_ps(lanes + 8, m1);
+  _mm256_store_ps(lanes + 16, m2); _mm256_store_ps(lanes + 24, m3);
+  ExtremeOp<float, IsMax> op;
+  float acc = op.init();
+  for (int k = 0; k < 32; ++k) acc = op.step(acc, lanes[k]);
+  for (; r < n; ++r) acc = op.step(acc, p[r]);
+  return acc;
+}
+
 template <bool IsAny>
 struct AnyAllOp {
   using Acc = bool;
@@ -141,6 +183,9 @@ struct SqDevOp {
 template <typename T, typename Op>
 typename Op::Acc reduceLine(const T* base, int64_t n, int64_t s, const Op& op) {
   using Acc = typename Op::Acc;
+  if constexpr (std::is_same_v<T, float> && IsExtremeF32<Op>::value) {
+    if (s == 1 && n >= 64) return extremeLineF32<IsExtremeF32<Op>::kMax>(base, n);
+  }
   if (s == 1 && n >= 2 * kLanes) {
     Acc lanes[kLanes];
     for (int k = 0; k < kLanes; ++k) lanes[k] = op.init();
@@ -162,7 +207,21 @@ template <typename T, typename Op>
 void reduceColumns(const T* base, int64_t n, int64_t s1, int64_t s2, int64_t count,
                    const Op& op, typename Op::Acc* acc) {
   for (int64_t j = 0; j < count; ++j) acc[j] = op.init();
-  for (int64_t r = 0; r < n; ++r) {
+  int64_t r = 0;
+  if (s2 == 1) {
+    // Four rows per pass over acc (the same order of operations per column).
+    for (; r + 4 <= n; r += 4) {
+      const T* r0 = base + r * s1;
+      const T* r1 = r0 + s1;
+      const T* r2 = r1 + s1;
+      const T* r3 = r2 + s1;
+      for (int64_t j = 0; j < count; ++j)
+        acc[j] = op.step(op.step(op.step(op.step(acc[j], load(r0[j])), load(r1[j])),
+                                 load(r2[j])),
+                         load(r3[j]));
+    }
+  }
+  for (; r < n; ++r) {
     const T* row = base + r * s1;
     if (s2 == 1) {
       for (int64_t j = 0; j < count; ++j) acc[j] = op.step(acc[j], load(row[j]));
@@ -218,6 +277,23 @@ void reduceWithIndex(void* const* args, const maia_grid_t* grid) {
   if (n == 0) return;  // refused by the caller: no identity
   forEachBlock(grid, in.sizes[0], in.sizes[2], [&](int64_t o, int64_t j0, int64_t count) {
     const T* base = in.aligned + in.offset + o * in.strides[0] + j0 * s2;
+    if (count == 1) {  // one line: a scalar loop without the column bookkeeping
+      // The extreme (vectorized), then its first occurrence: the first NaN if
+      // there is one, else the first element equal to it (as a strict
+      // comparison in order would find).
+      C best = reduceLine(base, n, s1, ExtremeOp<C, IsMax>{});
+      const bool nan = isNan(best);
+      int64_t index = 0;
+      while (index < n - 1) {
+        C x = load(base[index * s1]);
+        if (nan ? isNan(x) : x == best) break;
+        ++index;
+      }
+      values.aligned[values.offset + o * values.strides[0] + j0 * values.strides[1]] =
+          base[index * s1];
+      indices.aligned[indices.offset + o * indices.strides[0] + j0 * indices.strides[1]] = index;
+      return;
+    }
     C best[kBlock];
     int64_t index[kBlock];
     for (int64_t j = 0; j < count; ++j) {
@@ -276,6 +352,15 @@ void cumsum(void* const* args, const maia_grid_t* grid) {
   forEachBlock(grid, in.sizes[0], in.sizes[2], [&](int64_t o, int64_t j0, int64_t count) {
     const T* src = in.aligned + in.offset + o * in.strides[0] + j0 * in.strides[2];
     T* dst = out.aligned + out.offset + o * out.strides[0] + j0 * out.strides[2];
+    if (count == 1) {  // one line
+      const int64_t si = in.strides[1], so = out.strides[1];
+      A acc = A(0);
+      for (int64_t r = 0; r < n; ++r) {
+        acc += static_cast<A>(load(src[r * si]));
+        dst[r * so] = store<T>(acc);
+      }
+      return;
+    }
     A acc[kBlock];
     for (int64_t j = 0; j < count; ++j) acc[j] = A(0);
     for (int64_t r = 0; r < n; ++r) {
