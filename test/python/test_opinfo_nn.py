@@ -28,6 +28,7 @@ FORWARD_NATIVE = {
     "nn.functional.cross_entropy": LOG_SOFTMAX | NLL,
     "nn.functional.embedding": {"aten::index_select"},
     "index_select": {"aten::index_select"},
+    "index_add": {"aten::index_add"},
     "gather": {"aten::gather"},
     "scatter": {"aten::scatter"},
     "scatter_add": {"aten::scatter_add"},
@@ -46,8 +47,8 @@ BACKWARD_NATIVE = {
     # embedding_dense_backward with scale_grad_by_freq=True is computed on the host
     # (counted as a fallback); those samples are not checked for it.
     "nn.functional.embedding": {"aten::embedding_dense_backward"},
-    # index_select's backward is index_add, not native yet.
-    "index_select": set(),
+    "index_select": {"aten::index_add", "aten::index_add_"},
+    "index_add": {"aten::index_select"},
     "gather": {"aten::scatter_add", "aten::scatter_add_"},
     "scatter": {"aten::gather"},
     "scatter_add": {"aten::gather"},

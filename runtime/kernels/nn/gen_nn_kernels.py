@@ -56,6 +56,8 @@ KERNELS = [
      [m("T", 2), m("T", 1), m("i64", 1), m("T", 1), m("T", 1), s("i64"), s("i64"), s("i64")],
      "nllLossBackward<{t}>"),
     ("index_select", DTYPES, [m("T", 3), m("T", 3), m("i64", 1)], "indexSelect<{t}>"),
+    ("index_add", DTYPES, [m("T", 3), m("i64", 1), m("T", 3), s("f64"), s("i64")],
+     "indexAdd<{t}>"),
     ("gather", DTYPES, [m("T", 4), m("T", 4), m("i64", 4), s("i64")], "gather<{t}>"),
     ("scatter", DTYPES, [m("T", 4), m("i64", 4), m("T", 4), s("i64"), s("i64")],
      "scatter<{t}>"),

@@ -1,5 +1,5 @@
 // The NN kernels: softmax/log_softmax, layer_norm, nll_loss, index_select,
-// embedding backward, gather and scatter (assign/add/multiply), each templated over the storage type and
+// index_add, embedding backward, gather and scatter (assign/add/multiply), each templated over the storage type and
 // instantiated per dtype by gen_nn_kernels.py.
 //
 // Work is split into rows: each program owns a contiguous block of rows
@@ -468,6 +468,43 @@ void scatter(void* const* args, const maia_grid_t* grid) {
         dst = store<T>(load(dst) + load(ps[k * ss]));
       else
         dst = store<T>(load(dst) * load(ps[k * ss]));
+    }
+  }
+}
+
+// index_add along dimension 1 of (outer, n, inner) memrefs with unit inner
+// stride: out[o, index[k], i] += alpha * src[o, k, i]. Each program owns
+// blocks of (outer, 256 columns) and walks k in order (deterministic sums).
+// args: out (in place), index (m), src (outer, m, inner), alpha_f, alpha_i.
+template <typename T>
+void indexAdd(void* const* args, const maia_grid_t* grid) {
+  using C = compute_t<T>;
+  const auto& out = memref<T, 3>(args, 0);
+  const auto& index = memref<int64_t, 1>(args, 1);
+  const auto& src = memref<T, 3>(args, 2);
+  C alpha;
+  if constexpr (std::is_floating_point_v<C>)
+    alpha = static_cast<C>(scalar<double>(args, 3));
+  else
+    alpha = static_cast<C>(scalar<int64_t>(args, 4));
+  const int64_t n = out.sizes[1], m = src.sizes[1], inner = out.sizes[2];
+  constexpr int64_t kBlock = 256;
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  auto slice = maia_kernel::programSlice(grid, out.sizes[0] * blocks);
+  for (int64_t u = slice.begin; u < slice.end; ++u) {
+    const int64_t o = u / blocks, c0 = (u % blocks) * kBlock;
+    const int64_t width = std::min(kBlock, inner - c0);
+    for (int64_t k = 0; k < m; ++k) {
+      const int64_t j = at1(index, k);
+      checkIndex(j, n);
+      T* dst = out.aligned + out.offset + o * out.strides[0] + j * out.strides[1] + c0;
+      const T* s = src.aligned + src.offset + o * src.strides[0] + k * src.strides[1] + c0;
+      if constexpr (std::is_same_v<T, bool>) {
+        for (int64_t i = 0; i < width; ++i) dst[i] = dst[i] || (alpha && s[i]);
+      } else {
+        for (int64_t i = 0; i < width; ++i)
+          dst[i] = store<T>(static_cast<C>(load(dst[i])) + alpha * static_cast<C>(load(s[i])));
+      }
     }
   }
 }

@@ -1,6 +1,7 @@
 // NN and indexing operators on maia: softmax/log_softmax, layer_norm,
 // nll_loss (and with them cross_entropy), index_select (and with it
-// embedding) and the backwards autograd needs, launched from the NN kernel
+// embedding), index_add, gather, scatter/scatter_add, cat (and with it stack)
+// and the backwards autograd needs, launched from the NN kernel
 // binary (runtime/kernels/nn, maia_nn_kernels.maiabin) on the current stream.
 //
 // Inputs are made contiguous on the device first (a device copy when they
@@ -326,6 +327,48 @@ Tensor indexSelect(const Tensor& self, int64_t dim, const Tensor& index) {
   return self.dim() == 0 ? out.view(c10::IntArrayRef{}) : out;
 }
 
+/// out[..., index[k], ...] += alpha * source[..., k, ...] along dim, in place.
+Tensor& indexAddInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor& source,
+                     const at::Scalar& alpha) {
+  dim = at::maybe_wrap_dim(dim, out.dim());
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_add_(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == c10::ScalarType::Long ||
+                  index.scalar_type() == c10::ScalarType::Int,
+              "index_add_(): Expected dtype int32/int64 for index");
+  TORCH_CHECK(out.scalar_type() == source.scalar_type(),
+              "index_add_(): self (", out.scalar_type(), ") and source (",
+              source.scalar_type(), ") must have the same scalar type");
+  TORCH_CHECK(out.dim() == source.dim() || (out.dim() <= 1 && source.dim() <= 1),
+              "index_add_(): self and source must have the same number of dimensions");
+  const int64_t count = index.numel();
+  TORCH_CHECK(source.dim() == 0 ? count == 1 : source.size(dim) == count,
+              "index_add_(): Number of indices (", count,
+              ") should be equal to source.size(dim) (",
+              source.dim() == 0 ? 1 : source.size(dim), ")");
+  for (int64_t d = 0; d < out.dim(); ++d)
+    if (d != dim)
+      TORCH_CHECK(out.size(d) == source.size(d), "index_add_(): self and source must have "
+                  "the same sizes apart from dimension ", dim, ", got ", out.sizes(), " and ",
+                  source.sizes());
+  if (count == 0 || out.numel() == 0) return out;
+  Tensor target = (out.dim() == 0 ? out.view({1}) : out);
+  Tensor dense = target.is_contiguous() ? target : target.contiguous();
+  Tensor src = (source.dim() == 0 ? source.view({1}) : source).contiguous();
+  Tensor idx = index.reshape({-1}).to(c10::ScalarType::Long).contiguous();
+  const int64_t outer = prod(dense.sizes(), 0, dim), n = dense.size(dim),
+                inner = prod(dense.sizes(), dim + 1, dense.dim());
+  launch("index_add", dense.scalar_type(),
+         {memrefOf(dense.view({outer, n, inner})), memrefOf(idx),
+          memrefOf(src.view({outer, count, inner})),
+          maiaKernelArgFloat(maiaDtypeF64, alpha.isIntegral(true) ? static_cast<double>(
+                                                  alpha.toLong()) : alpha.toDouble()),
+          intArg(alpha.isIntegral(true) ? alpha.toLong() : static_cast<int64_t>(
+                                               alpha.toDouble()))},
+         programsFor(outer * ((inner + 255) / 256), count * inner), dense.device());
+  if (!dense.is_same(target)) target.copy_(dense);
+  return out;
+}
+
 Tensor embeddingDenseBackward(const Tensor& grad_output, const Tensor& indices,
                               int64_t num_weights, int64_t padding_idx,
                               bool scale_grad_by_freq) {
@@ -558,6 +601,22 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                              ignore_index.expect_int(), total_weight);
   });
   m.impl("index_select", &indexSelect);
+  m.impl("index_add", [](const Tensor& self, int64_t dim, const Tensor& index,
+                         const Tensor& source, const at::Scalar& alpha) {
+    Tensor out = self.clone(at::MemoryFormat::Contiguous);
+    return indexAddInto(out, dim, index, source, alpha);
+  });
+  m.impl("index_add_", [](Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                          const at::Scalar& alpha) -> Tensor& {
+    return indexAddInto(self, dim, index, source, alpha);
+  });
+  m.impl("index_add.out", [](const Tensor& self, int64_t dim, const Tensor& index,
+                             const Tensor& source, const at::Scalar& alpha,
+                             Tensor& out) -> Tensor& {
+    at::native::resize_output(out, self.sizes());
+    if (!out.is_same(self)) out.copy_(self);
+    return indexAddInto(out, dim, index, source, alpha);
+  });
   m.impl("embedding_dense_backward", [](const Tensor& grad_output, const Tensor& indices,
                                         c10::SymInt num_weights, c10::SymInt padding_idx,
                                         bool scale_grad_by_freq) {
