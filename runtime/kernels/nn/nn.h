@@ -15,6 +15,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <immintrin.h>
+
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -47,8 +49,70 @@ inline void checkIndex(int64_t index, int64_t size) {
 // softmax / log_softmax over dimension 1 of (outer, n, inner) memrefs.
 // args: out, in, is_log. One row = one (outer, inner) pair.
 
+/// exp of 8 floats (Cephes' expf: range reduction by ln 2, degree-6
+/// polynomial; ~1 ulp). NaN stays NaN; below -88 the result is 0.
+inline __m256 exp256(__m256 x) {
+  const __m256 nan_mask = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  const __m256 low_mask = _mm256_cmp_ps(x, _mm256_set1_ps(-88.0f), _CMP_LT_OQ);
+  __m256 v = _mm256_min_ps(x, _mm256_set1_ps(88.3762626647949f));
+  v = _mm256_max_ps(v, _mm256_set1_ps(-88.0f));
+  __m256 fx = _mm256_floor_ps(_mm256_fmadd_ps(v, _mm256_set1_ps(1.44269504088896341f),
+                                              _mm256_set1_ps(0.5f)));
+  v = _mm256_fnmadd_ps(fx, _mm256_set1_ps(0.693359375f), v);
+  v = _mm256_fnmadd_ps(fx, _mm256_set1_ps(-2.12194440e-4f), v);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, v, _mm256_set1_ps(5.0000001201e-1f));
+  __m256 y = _mm256_fmadd_ps(p, _mm256_mul_ps(v, v), _mm256_add_ps(v, _mm256_set1_ps(1.0f)));
+  __m256i e = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvttps_epi32(fx), _mm256_set1_epi32(127)), 23);
+  y = _mm256_mul_ps(y, _mm256_castsi256_ps(e));
+  y = _mm256_andnot_ps(low_mask, y);
+  return _mm256_blendv_ps(y, x, nan_mask);
+}
+
+/// The unit-stride float32 row: AVX2 max, exp and sum (exp stored once).
+inline void softmaxRowF32(float* out, const float* in, int64_t n, bool log) {
+  __m256 vmax = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) vmax = _mm256_max_ps(_mm256_loadu_ps(in + j), vmax);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, vmax);
+  float max = lanes[0];
+  for (int l = 1; l < 8; ++l) max = std::max(max, lanes[l]);
+  for (; j < n; ++j) max = std::max(max, in[j]);
+  const __m256 bmax = _mm256_set1_ps(max);
+  __m256 vsum = _mm256_setzero_ps();
+  double sum = 0;
+  for (j = 0; j + 8 <= n; j += 8) {
+    __m256 e = exp256(_mm256_sub_ps(_mm256_loadu_ps(in + j), bmax));
+    vsum = _mm256_add_ps(vsum, e);
+    if (!log) _mm256_storeu_ps(out + j, e);
+  }
+  for (; j < n; ++j) {
+    float e = std::exp(in[j] - max);
+    sum += e;
+    if (!log) out[j] = e;
+  }
+  _mm256_store_ps(lanes, vsum);
+  for (int l = 0; l < 8; ++l) sum += lanes[l];
+  if (log) {
+    const float shift = max + static_cast<float>(std::log(sum));
+    for (j = 0; j < n; ++j) out[j] = in[j] - shift;
+  } else {
+    const float scale = static_cast<float>(1.0 / sum);
+    for (j = 0; j < n; ++j) out[j] *= scale;
+  }
+}
+
 template <typename T>
 void softmaxRow(T* out, int64_t so, const T* in, int64_t si, int64_t n, bool log) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (so == 1 && si == 1) return softmaxRowF32(out, in, n, log);
+  }
   using C = compute_t<T>;
   using A = acc_t<T>;
   C max = -std::numeric_limits<C>::infinity();
