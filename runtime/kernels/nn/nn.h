@@ -134,12 +134,57 @@ void softmaxRow(T* out, int64_t so, const T* in, int64_t si, int64_t n, bool log
   }
 }
 
+/// softmax over a non-innermost dimension: blocks of kBlock unit-stride
+/// columns (i) are reduced together, walking dimension 1 (j) in the outer loop.
+template <typename T>
+void softmaxColumns(const maia_grid_t* grid, const MemRef<T, 3>& out, const MemRef<T, 3>& in,
+                    bool log) {
+  using C = compute_t<T>;
+  using A = acc_t<T>;
+  constexpr int64_t kBlock = 64;
+  const int64_t n = in.sizes[1], inner = in.sizes[2];
+  const int64_t blocks = (inner + kBlock - 1) / kBlock;
+  auto slice = maia_kernel::programSlice(grid, in.sizes[0] * blocks);
+  C max[kBlock];
+  A sum[kBlock];
+  C shift[kBlock];
+  for (int64_t u = slice.begin; u < slice.end; ++u) {
+    const int64_t o = u / blocks, i0 = (u % blocks) * kBlock;
+    const int64_t w = std::min(kBlock, inner - i0);
+    const T* x = in.aligned + in.offset + o * in.strides[0] + i0;
+    T* y = out.aligned + out.offset + o * out.strides[0] + i0;
+    const int64_t sx = in.strides[1], sy = out.strides[1];
+    for (int64_t i = 0; i < w; ++i) {
+      max[i] = -std::numeric_limits<C>::infinity();
+      sum[i] = 0;
+    }
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < w; ++i) {
+        C v = static_cast<C>(load(x[j * sx + i]));
+        max[i] = max[i] < v ? v : max[i];
+      }
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < w; ++i) sum[i] += std::exp(static_cast<C>(load(x[j * sx + i])) - max[i]);
+    for (int64_t i = 0; i < w; ++i)
+      shift[i] = log ? max[i] + static_cast<C>(std::log(sum[i])) : static_cast<C>(A(1) / sum[i]);
+    for (int64_t j = 0; j < n; ++j)
+      for (int64_t i = 0; i < w; ++i) {
+        C v = static_cast<C>(load(x[j * sx + i]));
+        y[j * sy + i] = store<T>(log ? v - shift[i] : std::exp(v - max[i]) * shift[i]);
+      }
+  }
+}
+
 template <typename T>
 void softmax(void* const* args, const maia_grid_t* grid) {
   const auto& out = memref<T, 3>(args, 0);
   const auto& in = memref<T, 3>(args, 1);
   const bool log = scalar<int64_t>(args, 2) != 0;
   const int64_t n = in.sizes[1], inner = in.sizes[2];
+  if (inner > 1 && in.strides[2] == 1 && out.strides[2] == 1) {
+    softmaxColumns<T>(grid, out, in, log);
+    return;
+  }
   auto slice = maia_kernel::programSlice(grid, in.sizes[0] * inner);
   for (int64_t r = slice.begin; r < slice.end; ++r) {
     int64_t o = r / inner, i = r % inner;
