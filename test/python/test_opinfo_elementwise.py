@@ -9,6 +9,8 @@ import torch
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.utils._pytree import tree_map
 
+from opinfo_support import LOW_PRECISION_TOLERANCES, cases, forbid_fallback, to_maia
+
 NATIVE = [
     "add", "sub", "mul", "div", "floor_divide", "maximum", "minimum", "pow",
     "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor",
@@ -17,8 +19,6 @@ NATIVE = [
     "nn.functional.silu", "nn.functional.gelu", "erf", "reciprocal", "where",
     "mm", "addmm", "bmm", "baddbmm", "matmul", "nn.functional.linear", "dot", "mv", "addmv",
 ]
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-          torch.int16, torch.int8, torch.uint8, torch.bool]
 # Samples whose CPU result depends on behaviour maia does not reproduce, with why.
 UNSUPPORTED_SAMPLE_KWARGS = {"out", "dtype"}
 
@@ -28,11 +28,8 @@ OPS = [op for op in op_db if op.name in NATIVE and op.variant_test_name in ("", 
 
 
 # Low-precision results may differ from the CPU's by one rounding step (the
-# CPU contracts a + alpha * b into an FMA, for instance): the tolerances of
-# PyTorch's own device-vs-CPU comparison (test_ops.py test_compare_cpu) for
-# float16, and one bfloat16 ulp (2^-7 relative) for bfloat16.
-TOLERANCES = {torch.float16: dict(atol=1e-3, rtol=1e-3),
-              torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2)}
+# CPU contracts a + alpha * b into an FMA, for instance).
+TOLERANCES = LOW_PRECISION_TOLERANCES
 # Matrix products sum in another order than the CPU's BLAS (blocked K).
 MATMUL_OPS = {"mm", "addmm", "bmm", "baddbmm", "matmul", "nn.functional.linear", "dot", "mv",
               "addmv"}
@@ -46,25 +43,7 @@ def tolerances(op, dtype):
     return table.get(dtype, {})
 
 
-def to_maia(x):
-    return x.to("maia") if isinstance(x, torch.Tensor) else x
-
-
-def cases():
-    for op in OPS:
-        supported = op.supported_dtypes("cpu")
-        for dtype in DTYPES:
-            if dtype in supported:
-                yield pytest.param(op, dtype, id=f"{op.name}.{op.variant_test_name}-{dtype}")
-
-
-def forbid_fallback(before, op_name):
-    after = torch.maia.fallback_counts()
-    grew = {k: v for k, v in after.items() if v > before.get(k, 0)}
-    assert not grew, f"{op_name} fell back to the host for: {grew}"
-
-
-@pytest.mark.parametrize("op,dtype", list(cases()))
+@pytest.mark.parametrize("op,dtype", list(cases(OPS)))
 def test_matches_cpu(op, dtype):
     samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
     assert samples, "no sample inputs"

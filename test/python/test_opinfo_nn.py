@@ -15,6 +15,8 @@ import torch
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.utils._pytree import tree_flatten, tree_map
 
+from opinfo_support import cases, new_fallbacks, to_maia
+
 SOFTMAX = {"aten::_softmax"}
 LOG_SOFTMAX = {"aten::_log_softmax"}
 NLL = {"aten::nll_loss_forward", "aten::nll_loss2d_forward"}
@@ -55,8 +57,6 @@ BACKWARD_NATIVE = {
     "cat": set(),  # slices of the gradient
     "stack": set(),
 }
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-          torch.int16, torch.int8, torch.uint8, torch.bool]
 UNSUPPORTED_SAMPLE_KWARGS = {"out"}
 
 OPS = [op for op in op_db if op.name in FORWARD_NATIVE]
@@ -88,25 +88,11 @@ def tolerances(op, dtype, grad=False):
     return TOLERANCES.get(dtype, {})
 
 
-def to_maia(x):
-    return x.to("maia") if isinstance(x, torch.Tensor) else x
-
-
-def cases():
-    for op in OPS:
-        supported = op.supported_dtypes("cpu")
-        for dtype in DTYPES:
-            if dtype in supported:
-                yield pytest.param(op, dtype, id=f"{op.name}.{op.variant_test_name}-{dtype}")
-
-
 def fallbacks_since(before, required):
-    after = torch.maia.fallback_counts()
-    return {k: v for k, v in after.items() if v > before.get(k, 0) and
-            k.split(".")[0] in required}
+    return {k: v for k, v in new_fallbacks(before).items() if k.split(".")[0] in required}
 
 
-@pytest.mark.parametrize("op,dtype", list(cases()))
+@pytest.mark.parametrize("op,dtype", list(cases(OPS)))
 def test_matches_cpu(op, dtype):
     samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
     assert samples, "no sample inputs"

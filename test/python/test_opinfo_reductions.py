@@ -13,6 +13,8 @@ import torch
 from torch.testing._internal.common_methods_invocations import op_db
 from torch.utils._pytree import tree_map
 
+from opinfo_support import LOW_PRECISION_TOLERANCES, cases, forbid_fallback, to_maia
+
 # (op_db name, variant_test_name)
 NATIVE = [
     ("sum", ""), ("mean", ""), ("prod", ""), ("amax", ""), ("amin", ""),
@@ -27,8 +29,6 @@ NATIVE = [
 # it does not go through linalg_vector_norm and stays on the host fallback.
 SKIPPED = {("norm", "nuc"): "nuclear norm: svd, not a reduction kernel (host fallback)"}
 
-DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-          torch.int16, torch.int8, torch.uint8, torch.bool]
 # out= samples write through the functional result (covered by test_out_variants below).
 UNSUPPORTED_SAMPLE_KWARGS = {"out"}
 
@@ -41,30 +41,11 @@ OPS = [op for op in op_db if (op.name, op.variant_test_name) in NATIVE]
 # float32: maia sums with 16 interleaved accumulators, the CPU with its cascade sum; the
 # rounding differs by a few ulps of the partial sums (default float32 tolerances, 1e-5
 # absolute, cover the op_db samples).
-TOLERANCES = {torch.float16: dict(atol=1e-3, rtol=1e-3),
-              torch.bfloat16: dict(atol=1.6e-2, rtol=1.6e-2)}
+TOLERANCES = LOW_PRECISION_TOLERANCES
 
 
 def tolerances(dtype):
     return TOLERANCES.get(dtype, {})
-
-
-def to_maia(x):
-    return x.to("maia") if isinstance(x, torch.Tensor) else x
-
-
-def cases():
-    for op in OPS:
-        supported = op.supported_dtypes("cpu")
-        for dtype in DTYPES:
-            if dtype in supported:
-                yield pytest.param(op, dtype, id=f"{op.name}.{op.variant_test_name}-{dtype}")
-
-
-def forbid_fallback(before, what):
-    after = torch.maia.fallback_counts()
-    grew = {k: v for k, v in after.items() if v > before.get(k, 0)}
-    assert not grew, f"{what} fell back to the host for: {grew}"
 
 
 def assert_close_tree(actual, expected, msg, **tol):
@@ -76,7 +57,7 @@ def assert_close_tree(actual, expected, msg, **tol):
     torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, msg=msg, **tol)
 
 
-@pytest.mark.parametrize("op,dtype", list(cases()))
+@pytest.mark.parametrize("op,dtype", list(cases(OPS)))
 def test_matches_cpu(op, dtype):
     samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
     assert samples, "no sample inputs"
