@@ -18,6 +18,7 @@ NATIVE = [
     "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "nn.functional.relu",
     "nn.functional.silu", "nn.functional.gelu", "erf", "reciprocal", "where",
     "mm", "addmm", "bmm", "baddbmm", "matmul", "nn.functional.linear", "dot", "mv", "addmv",
+    "clamp", "masked_fill",
 ]
 # Samples whose CPU result depends on behaviour maia does not reproduce, with why.
 UNSUPPORTED_SAMPLE_KWARGS = {"out", "dtype"}

@@ -52,6 +52,10 @@ BINARY = [  # op, functor, dtypes, output is bool
     ("bitwise_and", "op::BitwiseAnd{}", INTEGRAL, False),
     ("bitwise_or", "op::BitwiseOr{}", INTEGRAL, False),
     ("bitwise_xor", "op::BitwiseXor{}", INTEGRAL, False),
+    ("tanh_backward", "op::TanhBackward{}", FLOAT, False),
+    ("sigmoid_backward", "op::SigmoidBackward{}", FLOAT, False),
+    ("gelu_erf_backward", "op::GeluErfBackward{}", FLOAT, False),
+    ("gelu_tanh_backward", "op::GeluTanhBackward{}", FLOAT, False),
 ]
 UNARY = [  # op, functor, dtypes, output is bool
     ("neg", "op::Neg{}", NUMERIC, False),
@@ -124,6 +128,17 @@ def main(out_dir):
             out_t, out_m = ("bool", "i1") if to_bool else (t, meta)
             add(f"{op}_{name}", [memref(out_m), memref(meta)], unary,
                 f"unary<{out_t}, {t}>(args, grid, {functor});")
+    for name, t, meta, kind in NUMERIC:  # scalars in the compute type
+        scalar_meta, scalar_t = ("f64", "double") if kind == "float" else ("i64", "int64_t")
+        add(f"threshold_backward_{name}", [memref(meta)] * 3 + [scalar(scalar_meta)], binary,
+            f"using C = compute_t<{t}>;\n"
+            f"  C threshold = static_cast<C>(maia_kernel::scalar<{scalar_t}>(args, 3));\n"
+            f"  binary<{t}, {t}, {t}>(args, grid, op::ThresholdBackward<C>{{threshold}});")
+        add(f"clamp_{name}", [memref(meta)] * 2 + [scalar(scalar_meta)] * 2, unary,
+            f"using C = compute_t<{t}>;\n"
+            f"  C lo = static_cast<C>(maia_kernel::scalar<{scalar_t}>(args, 2));\n"
+            f"  C hi = static_cast<C>(maia_kernel::scalar<{scalar_t}>(args, 3));\n"
+            f"  unary<{t}, {t}>(args, grid, op::Clamp<C>{{lo, hi}});")
     for name, t, meta, _ in DTYPES:
         add(f"where_{name}", [memref(meta), memref("i1"), memref(meta), memref(meta)], unary,
             f"ternarySelect<{t}>(args, grid, [](bool c, {t} a, {t} b) {{ return c ? a : b; }});")

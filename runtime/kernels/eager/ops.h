@@ -149,4 +149,46 @@ struct GeluTanh {
 };
 struct LogicalNot { template <typename C> bool operator()(C a) const { return a == C(0); } };
 
+// Backward formulas: (grad, saved) -> grad_input.
+struct TanhBackward {
+  template <typename C> C operator()(C g, C y) const { return g * (C(1) - y * y); }
+};
+struct SigmoidBackward {
+  template <typename C> C operator()(C g, C y) const { return g * (C(1) - y) * y; }
+};
+template <typename C>
+struct ThresholdBackward {
+  C threshold;
+  C operator()(C g, C x) const { return x <= threshold ? C(0) : g; }
+};
+struct GeluErfBackward {
+  template <typename C> C operator()(C g, C x) const {
+    const C cdf = C(0.5) * (C(1) + std::erf(x * C(M_SQRT1_2)));
+    const C pdf = std::exp(C(-0.5) * x * x) * C(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+    return g * (cdf + x * pdf);
+  }
+};
+struct GeluTanhBackward {
+  template <typename C> C operator()(C g, C x) const {
+    const C kBeta = C(M_SQRT2 * M_2_SQRTPI * 0.5), kKappa = C(0.044715);
+    const C inner = kBeta * (x + kKappa * x * x * x);
+    const C t = std::tanh(inner);
+    const C left = C(0.5) * x, right = C(1) + t;
+    const C left_d = C(0.5) * right;
+    const C right_d = left * (C(1) - t * t) * kBeta * (C(1) + C(3) * kKappa * x * x);
+    return g * (left_d + right_d);
+  }
+};
+/// clamp(a, lo, hi); NaN stays NaN, as PyTorch.
+template <typename C>
+struct Clamp {
+  C lo, hi;
+  C operator()(C a) const {
+    if constexpr (std::is_floating_point_v<C>)
+      if (a != a) return a;
+    C r = a < lo ? lo : a;  // min(max(a, lo), hi): hi wins when lo > hi
+    return r > hi ? hi : r;
+  }
+};
+
 }  // namespace maia_eager::op

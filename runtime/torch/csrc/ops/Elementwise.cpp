@@ -6,6 +6,7 @@
 // before the launch (maia-to-maia casts are device kernels too), and CPU
 // scalars become 0-dim maia tensors filled on the stream (no host sync).
 #include <ATen/ExpandUtils.h>
+#include <ATen/Dispatch.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
@@ -82,13 +83,15 @@ Tensor& binaryOut(const char* op, Result result, const Tensor& a, const Tensor& 
                     scalars);
 }
 
-Tensor& unaryOut(const char* op, Result result, const Tensor& self, Tensor& out) {
+Tensor& unaryOut(const char* op, Result result, const Tensor& self, Tensor& out,
+                 c10::ArrayRef<maiaKernelArg> scalars = {}) {
   c10::ScalarType common = self.scalar_type();
   if (result == Result::FloatOnly && c10::isIntegralType(common, /*includeBool=*/true))
     common = defaultFloat();
   Tensor x = onDevice(self, self, common);
   c10::ScalarType result_dtype = result == Result::Bool ? c10::ScalarType::Bool : common;
-  return launchInto(out, result_dtype, std::string(op) + "_" + dtypeSuffix(common), {x});
+  return launchInto(out, result_dtype, std::string(op) + "_" + dtypeSuffix(common), {x},
+                    scalars);
 }
 
 maiaKernelArg alphaArg(const at::Scalar& alpha, c10::ScalarType dtype, bool negate) {
@@ -126,6 +129,88 @@ Tensor& divOut(const Tensor& a, const Tensor& b, std::optional<c10::string_view>
 }
 
 Tensor scalarTensor(const at::Scalar& s) { return at::scalar_to_tensor(s); }
+
+/// clamp's bounds as kernel scalars of the tensor's compute type; a missing
+/// bound is the dtype's extreme (integers: its own range, so the kernel's
+/// narrowing cast cannot wrap).
+Tensor& clampOut(const Tensor& self, const std::optional<at::Scalar>& lo,
+                 const std::optional<at::Scalar>& hi, Tensor& out) {
+  TORCH_CHECK(lo.has_value() || hi.has_value(),
+              "torch.clamp: At least one of 'min' or 'max' must not be None");
+  c10::ScalarType dtype = self.scalar_type();
+  TORCH_CHECK(dtype != c10::ScalarType::Bool, "clamp is not supported for bool tensors");
+  at::Scalar lowest, highest;
+  if (c10::isFloatingType(dtype)) {
+    lowest = -std::numeric_limits<double>::infinity();
+    highest = std::numeric_limits<double>::infinity();
+  } else {
+    AT_DISPATCH_INTEGRAL_TYPES(dtype, "maia_clamp", [&] {
+      lowest = static_cast<int64_t>(std::numeric_limits<scalar_t>::lowest());
+      highest = static_cast<int64_t>(std::numeric_limits<scalar_t>::max());
+    });
+  }
+  auto bound = [&](const std::optional<at::Scalar>& value, const at::Scalar& extreme) {
+    if (!value.has_value()) return alphaArg(extreme, dtype, false);
+    if (c10::isFloatingType(dtype)) return alphaArg(*value, dtype, false);
+    // Integers: keep the bound inside the dtype's range.
+    double v = value->toDouble();
+    double limit_lo = lowest.toDouble(), limit_hi = highest.toDouble();
+    return alphaArg(at::Scalar(static_cast<int64_t>(std::min(std::max(v, limit_lo), limit_hi))),
+                    dtype, false);
+  };
+  maiaKernelArg scalars[2] = {bound(lo, lowest), bound(hi, highest)};
+  return unaryOut("clamp", Result::Common, self, out, scalars);
+}
+
+Tensor& whereOut(const Tensor& condition, const Tensor& a, const Tensor& b, Tensor& out);
+
+/// clamp with tensor bounds: maximum, then minimum (both native); the
+/// result dtype follows type promotion across self and the bounds.
+Tensor& clampTensorOut(const Tensor& self, const std::optional<Tensor>& lo,
+                       const std::optional<Tensor>& hi, Tensor& out) {
+  bool has_lo = lo.has_value() && lo->defined(), has_hi = hi.has_value() && hi->defined();
+  TORCH_CHECK(has_lo || has_hi, "torch.clamp: At least one of 'min' or 'max' must not be None");
+  Tensor result = self;
+  if (has_lo) {
+    Tensor tmp;
+    result = binaryOut("maximum", Result::Common, result, *lo, tmp);
+  }
+  if (has_hi) {
+    Tensor tmp;
+    result = binaryOut("minimum", Result::Common, result, *hi, tmp);
+  }
+  if (!out.defined()) return out = result;
+  at::native::resize_output(out, result.sizes());
+  return out.copy_(result);
+}
+
+Tensor& maskedFill(Tensor& self, const Tensor& mask, const Tensor& filler) {
+  TORCH_CHECK(mask.scalar_type() == c10::ScalarType::Bool,
+              "masked_fill_ only supports boolean masks, but got mask with dtype ",
+              mask.scalar_type());
+  TORCH_CHECK(filler.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, "
+              "but got tensor with ", filler.dim(), " dimension(s).");
+  Tensor value = onDevice(filler, self, self.scalar_type());
+  Tensor result;
+  whereOut(mask, value, self, result);
+  TORCH_CHECK(result.sizes() == self.sizes(), "masked_fill_: the mask of shape ", mask.sizes(),
+              " does not broadcast to the tensor of shape ", self.sizes());
+  return self.copy_(result);
+}
+
+Tensor& thresholdBackward(const Tensor& grad, const Tensor& self, const at::Scalar& threshold,
+                          Tensor& out) {
+  maiaKernelArg scalar = alphaArg(threshold, at::result_type(grad, self), false);
+  return binaryOut("threshold_backward", Result::Common, grad, self, out, {scalar});
+}
+
+Tensor& geluBackward(const Tensor& grad, const Tensor& self, c10::string_view approximate,
+                     Tensor& out) {
+  TORCH_CHECK(approximate == "none" || approximate == "tanh",
+              "approximate argument must be either none or tanh.");
+  return binaryOut(approximate == "tanh" ? "gelu_tanh_backward" : "gelu_erf_backward",
+                   Result::FloatOnly, grad, self, out);
+}
 
 Tensor& gelu(const Tensor& self, c10::string_view approximate, Tensor& out) {
   TORCH_CHECK(approximate == "none" || approximate == "tanh",
@@ -303,6 +388,75 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("gelu.out", [](const Tensor& a, c10::string_view approximate, Tensor& out) -> Tensor& {
     return gelu(a, approximate, out);
   });
+  m.impl("clamp", [](const Tensor& a, const std::optional<at::Scalar>& lo,
+                     const std::optional<at::Scalar>& hi) {
+    Tensor out;
+    return clampOut(a, lo, hi, out);
+  });
+  m.impl("clamp_", [](Tensor& a, const std::optional<at::Scalar>& lo,
+                      const std::optional<at::Scalar>& hi) -> Tensor& {
+    return clampOut(a, lo, hi, a);
+  });
+  m.impl("clamp.out", [](const Tensor& a, const std::optional<at::Scalar>& lo,
+                         const std::optional<at::Scalar>& hi, Tensor& out) -> Tensor& {
+    return clampOut(a, lo, hi, out);
+  });
+  m.impl("tanh_backward", [](const Tensor& grad, const Tensor& y) {
+    Tensor out;
+    return binaryOut("tanh_backward", Result::FloatOnly, grad, y, out);
+  });
+  m.impl("tanh_backward.grad_input",
+         [](const Tensor& grad, const Tensor& y, Tensor& out) -> Tensor& {
+           return binaryOut("tanh_backward", Result::FloatOnly, grad, y, out);
+         });
+  m.impl("sigmoid_backward", [](const Tensor& grad, const Tensor& y) {
+    Tensor out;
+    return binaryOut("sigmoid_backward", Result::FloatOnly, grad, y, out);
+  });
+  m.impl("sigmoid_backward.grad_input",
+         [](const Tensor& grad, const Tensor& y, Tensor& out) -> Tensor& {
+           return binaryOut("sigmoid_backward", Result::FloatOnly, grad, y, out);
+         });
+  m.impl("threshold_backward",
+         [](const Tensor& grad, const Tensor& self, const at::Scalar& threshold) {
+           Tensor out;
+           return thresholdBackward(grad, self, threshold, out);
+         });
+  m.impl("threshold_backward.grad_input", [](const Tensor& grad, const Tensor& self,
+                                             const at::Scalar& threshold,
+                                             Tensor& out) -> Tensor& {
+    return thresholdBackward(grad, self, threshold, out);
+  });
+  m.impl("gelu_backward",
+         [](const Tensor& grad, const Tensor& self, c10::string_view approximate) {
+           Tensor out;
+           return geluBackward(grad, self, approximate, out);
+         });
+  m.impl("gelu_backward.grad_input", [](const Tensor& grad, const Tensor& self,
+                                        c10::string_view approximate, Tensor& out) -> Tensor& {
+    return geluBackward(grad, self, approximate, out);
+  });
+  m.impl("clamp.Tensor", [](const Tensor& a, const std::optional<Tensor>& lo,
+                            const std::optional<Tensor>& hi) {
+    Tensor out;
+    return clampTensorOut(a, lo, hi, out);
+  });
+  m.impl("clamp_.Tensor", [](Tensor& a, const std::optional<Tensor>& lo,
+                             const std::optional<Tensor>& hi) -> Tensor& {
+    return clampTensorOut(a, lo, hi, a);
+  });
+  m.impl("clamp.Tensor_out", [](const Tensor& a, const std::optional<Tensor>& lo,
+                                const std::optional<Tensor>& hi, Tensor& out) -> Tensor& {
+    return clampTensorOut(a, lo, hi, out);
+  });
+  m.impl("masked_fill_.Scalar",
+         [](Tensor& self, const Tensor& mask, const at::Scalar& value) -> Tensor& {
+           return maskedFill(self, mask, at::scalar_to_tensor(value));
+         });
+  m.impl("masked_fill_.Tensor",
+         [](Tensor& self, const Tensor& mask, const Tensor& value) -> Tensor& {
+           return maskedFill(self, mask, value);
+         });
   m.impl("where.self", [](const Tensor& c, const Tensor& a, const Tensor& b) {
     Tensor out;
     return whereOut(c, a, b, out);
