@@ -22,3 +22,29 @@ function(maia_add_host_kernel_binary name)
   target_link_options(${name} PRIVATE -fno-sanitize=all -Wl,-z,defs
                       -Wl,--no-undefined)
 endfunction()
+
+# maia_add_generated_kernel_binary(<name> GENERATOR <script.py> OUTPUTS <file>...)
+#
+# A kernel binary whose sources a Python generator writes into gen/ (the
+# OUTPUTS, plus metadata.gen.cpp) from its kernel table, using
+# runtime/kernels/kernel_binary_gen.py; built for x86-64-v3 with the eager
+# kernels' headers (scalar types) and the kernel ABI header on the path.
+function(maia_add_generated_kernel_binary name)
+  cmake_parse_arguments(ARG "" "GENERATOR" "OUTPUTS" ${ARGN})
+  set(gen_dir ${CMAKE_CURRENT_BINARY_DIR}/gen)
+  list(TRANSFORM ARG_OUTPUTS PREPEND ${gen_dir}/)
+  list(APPEND ARG_OUTPUTS ${gen_dir}/metadata.gen.cpp)
+  find_package(Python3 REQUIRED COMPONENTS Interpreter)
+  add_custom_command(
+    OUTPUT ${ARG_OUTPUTS}
+    COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/${ARG_GENERATOR} ${gen_dir}
+    DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${ARG_GENERATOR}
+            ${PROJECT_SOURCE_DIR}/runtime/kernels/kernel_binary_gen.py
+    COMMENT "Generating the sources of ${name}")
+  maia_add_host_kernel_binary(${name}
+    SOURCES ${ARG_OUTPUTS}
+    COMPILE_OPTIONS -march=x86-64-v3 -fno-math-errno)
+  target_include_directories(${name} PRIVATE
+    ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime/kernels/eager
+    ${PROJECT_SOURCE_DIR}/test/runtime/kernels)
+endfunction()

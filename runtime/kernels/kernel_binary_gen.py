@@ -1,5 +1,5 @@
 """What the kernel-binary generators (eager/, reduce/, nn/) share: the
-metadata JSON of a MAIA kernel binary (DESIGN section 5) and writing the
+dtype table, the metadata JSON of a MAIA kernel binary (DESIGN section 5) and writing the
 generated sources only when they change (so incremental builds stay
 incremental)."""
 
@@ -7,6 +7,24 @@ import json
 import os
 
 TARGET = {"cpu": "x86-64-v3", "features": ["avx2", "fma", "f16c"]}
+
+# The dtypes of maia kernels: kernel-name suffix, C++ storage type (see
+# eager/scalar_types.h), metadata dtype, kind.
+DTYPES = [
+    ("f32", "float", "f32", "float"),
+    ("f64", "double", "f64", "float"),
+    ("f16", "Half", "f16", "float"),
+    ("bf16", "BFloat16", "bf16", "float"),
+    ("i64", "int64_t", "i64", "int"),
+    ("i32", "int32_t", "i32", "int"),
+    ("i16", "int16_t", "i16", "int"),
+    ("i8", "int8_t", "i8", "int"),
+    ("u8", "uint8_t", "ui8", "int"),
+    ("b8", "bool", "i1", "bool"),
+]
+FLOAT = [d for d in DTYPES if d[3] == "float"]
+NUMERIC = [d for d in DTYPES if d[3] != "bool"]
+INTEGRAL = [d for d in DTYPES if d[3] != "float"]  # ints and bool
 
 
 def write_binary_sources(out_dir, generator, kernels, sources):

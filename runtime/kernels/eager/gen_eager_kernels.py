@@ -13,24 +13,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from kernel_binary_gen import write_binary_sources  # noqa: E402
+from kernel_binary_gen import DTYPES, FLOAT, INTEGRAL, NUMERIC, write_binary_sources  # noqa: E402
 
-# name, C++ storage type, metadata dtype, kind
-DTYPES = [
-    ("f32", "float", "f32", "float"),
-    ("f64", "double", "f64", "float"),
-    ("f16", "Half", "f16", "float"),
-    ("bf16", "BFloat16", "bf16", "float"),
-    ("i64", "int64_t", "i64", "int"),
-    ("i32", "int32_t", "i32", "int"),
-    ("i16", "int16_t", "i16", "int"),
-    ("i8", "int8_t", "i8", "int"),
-    ("u8", "uint8_t", "ui8", "int"),
-    ("b8", "bool", "i1", "bool"),
-]
-FLOAT = [d for d in DTYPES if d[3] == "float"]
-NUMERIC = [d for d in DTYPES if d[3] != "bool"]
-INTEGRAL = [d for d in DTYPES if d[3] != "float"]  # ints and bool
 
 BINARY = [  # op, functor, dtypes, output is bool
     ("mul", "op::Mul{}", DTYPES, False),

@@ -12,22 +12,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from kernel_binary_gen import write_binary_sources  # noqa: E402
+from kernel_binary_gen import DTYPES, FLOAT, write_binary_sources  # noqa: E402
 
-# name, C++ storage type, metadata dtype
-DTYPES = [
-    ("f32", "float", "f32"),
-    ("f64", "double", "f64"),
-    ("f16", "Half", "f16"),
-    ("bf16", "BFloat16", "bf16"),
-    ("i64", "int64_t", "i64"),
-    ("i32", "int32_t", "i32"),
-    ("i16", "int16_t", "i16"),
-    ("i8", "int8_t", "i8"),
-    ("u8", "uint8_t", "ui8"),
-    ("b8", "bool", "i1"),
-]
-FLOAT = DTYPES[:4]
 
 
 def m(dtype, rank):
@@ -77,7 +63,7 @@ using namespace maia_nn;
 def main(out_dir):
     kernels, source = [], [HEADER]
     for kernel, dtypes, args, call in KERNELS:
-        for name, t, meta in dtypes:
+        for name, t, meta, _ in dtypes:
             symbol = f"{kernel}_{name}"
             kernels.append({"name": symbol, "symbol": symbol, "grid_rank": 1,
                             "args": [dict(a, dtype=meta) if a["dtype"] == "T" else a
