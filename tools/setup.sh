@@ -65,27 +65,29 @@ setup_venv() {
   echo "$wanted" > "$stamp"
 }
 
-# torch_maia, editable: Python sources from runtime/python, the extension
-# built in place by the release build, the torch.backends entry point
-# registered so that `import torch` loads maia.
-install_torch_maia() {
-  local project="$MAIA_ROOT/runtime/python/pyproject.toml"
-  local stamp="$MAIA_VENV/.maia-torch-maia.sha256"
+# The project's Python packages, editable (compat mode: a plain path in a
+# .pth file; the default mode's import finder costs every Python start in the
+# venv ~25 ms):
+# - torch_maia (runtime/python): the extension is built in place by the
+#   release build; its torch.backends entry point makes `import torch` load maia.
+# - maia_inductor (inductor_plugin): torch.compile for maia.
+install_editable() {
+  local name="$1" dir="$2"
+  local stamp="$MAIA_VENV/.maia-$name.sha256"
   local wanted
   # The stamp covers the package metadata and how it is installed.
-  wanted="$( (cat "$project"; declare -f install_torch_maia) | sha256sum | cut -d' ' -f1)"
+  wanted="$( (cat "$dir/pyproject.toml"; declare -f install_editable) | sha256sum | cut -d' ' -f1)"
   [[ -f "$stamp" && "$(cat "$stamp")" == "$wanted" ]] && return 0
-  log "installing torch_maia (editable) into .venv"
-  # compat mode: a plain path in a .pth file; the default mode's import
-  # finder costs every Python start in the venv ~25 ms.
+  log "installing $name (editable) into .venv"
   "$MAIA_VENV/bin/python" -m pip install -q --disable-pip-version-check --no-deps \
-    --no-build-isolation --config-settings editable_mode=compat -e "$MAIA_ROOT/runtime/python"
+    --no-build-isolation --config-settings editable_mode=compat -e "$dir"
   echo "$wanted" > "$stamp"
 }
 
 install_debian_packages
 setup_venv
-install_torch_maia
+install_editable torch_maia "$MAIA_ROOT/runtime/python"
+install_editable maia_inductor "$MAIA_ROOT/inductor_plugin"
 if ((build)); then
   maia_build release
 fi

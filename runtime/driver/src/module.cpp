@@ -29,6 +29,22 @@ bool hasInvpcid() {
   return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & (1u << 10));
 }
 
+bool hasPrefetchi() {
+  unsigned eax, ebx, ecx, edx;
+  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (edx & (1u << 14));
+}
+
+/// AVX10.1 at a vector width: CPUID 7.1 EDX[19] announces AVX10, leaf 0x24
+/// gives its version (EBX[7:0]) and widths (EBX[17] 256 bits, EBX[18] 512
+/// bits). It uses the AVX-512 register state, which avx512f's check covers.
+bool hasAvx10_1(int width) {
+  unsigned eax, ebx, ecx, edx;
+  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) || !(edx & (1u << 19))) return false;
+  if (!__get_cpuid_count(0x24, 0, &eax, &ebx, &ecx, &edx) || (ebx & 0xffu) < 1) return false;
+  unsigned width_bit = width == 512 ? (1u << 18) : (1u << 17);
+  return (ebx & width_bit) && __builtin_cpu_supports("avx512f");
+}
+
 /// Host support of the x86 target features, by the names LLVM gives them
 /// (what maia-compile writes into "target.features"). __builtin_cpu_supports
 /// also checks that the OS saves the register state (AVX, AVX-512), which
@@ -86,6 +102,8 @@ const std::unordered_map<std::string_view, bool>& hostFeatures() {
         MAIA_FEATURE("prefetchwt1", "prefetchwt1"),
         // Not known to this compiler's __builtin_cpu_supports.
         {"fsgsbase", hasFsgsbase()}, {"invpcid", hasInvpcid()},
+        {"prefetchi", hasPrefetchi()}, {"avx10.1-256", hasAvx10_1(256)},
+        {"avx10.1-512", hasAvx10_1(512)},
     };
   }();
 #undef MAIA_FEATURE

@@ -3,12 +3,14 @@
 // allocators, hooks, generator and operators with PyTorch.
 #include <ATen/Context.h>
 #include <torch/csrc/Generator.h>
+#include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 #include <pybind11/stl.h>
 
 #include "MaiaCheck.h"
 #include "MaiaFunctions.h"
 #include "MaiaGenerator.h"
+#include "CompiledKernel.h"
 #include "UserKernels.h"
 #include "ops/Fallback.h"
 
@@ -35,6 +37,40 @@ void synchronizeDevice(c10::DeviceIndex index) {
   maiaError_t status = maiaDeviceSynchronize();
   exchangeDevice(previous);
   MAIA_CHECK(status);
+}
+
+// The launch of a compiled graph's kernel: converts Python arguments without
+// pybind's overload machinery (this runs once per kernel per graph call).
+void launchCompiled(const CompiledKernel& kernel, py::tuple grid, py::args args) {
+  TORCH_CHECK(static_cast<int>(args.size()) == kernel.numArgs(), "kernel '", kernel.name(),
+              "' takes ", kernel.numArgs(), " arguments, got ", args.size());
+  TORCH_CHECK(grid.size() >= 1 && grid.size() <= 3, "a grid has 1 to 3 dimensions, got ",
+              grid.size());
+  std::array<int64_t, 3> grid3 = {1, 1, 1};
+  for (size_t d = 0; d < grid.size(); ++d) grid3[d] = grid[d].cast<int64_t>();
+  std::vector<maiaKernelArg> driver_args;
+  driver_args.reserve(args.size());
+  c10::DeviceIndex device = -1;
+  for (size_t i = 0; i < args.size(); ++i) {
+    PyObject* arg = args[i].ptr();
+    int index = static_cast<int>(i);
+    if (THPVariable_Check(arg)) {
+      const at::Tensor& tensor = THPVariable_Unpack(arg);
+      driver_args.push_back(kernel.tensorArg(index, tensor));
+      TORCH_CHECK(device < 0 || device == tensor.device().index(), "arguments of kernel '",
+                  kernel.name(), "' are on maia:", device, " and ", tensor.device());
+      device = tensor.device().index();
+    } else if (PyLong_Check(arg)) {
+      driver_args.push_back(kernel.intArg(index, py::cast<int64_t>(args[i])));
+    } else if (PyFloat_Check(arg)) {
+      driver_args.push_back(kernel.floatArg(index, PyFloat_AS_DOUBLE(arg)));
+    } else {
+      TORCH_CHECK(false, "argument ", i, " of kernel '", kernel.name(),
+                  "' must be a maia tensor, an int or a float, got ", Py_TYPE(arg)->tp_name);
+    }
+  }
+  py::gil_scoped_release no_gil;
+  kernel.launch(grid3, driver_args, device < 0 ? currentDevice() : device);
 }
 
 }  // namespace
@@ -76,6 +112,11 @@ PYBIND11_MODULE(_C, m) {
       .def("metadata", &UserModule::metadata)
       .def("kernel_names", &UserModule::kernelNames)
       .def("launch", &UserModule::launch, py::arg("name"), py::arg("grid"), py::arg("args"));
+  py::class_<CompiledKernel, std::shared_ptr<CompiledKernel>>(m, "_CompiledKernel")
+      .def(py::init<std::shared_ptr<UserModule>, const std::string&>())
+      .def_property_readonly("name", &CompiledKernel::name)
+      .def_property_readonly("num_args", &CompiledKernel::numArgs)
+      .def("run", &launchCompiled, py::arg("grid"));
   m.def("_fallback_counts", [] { return ops::fallbackCounts(); });
   m.def("_reset_fallback_counts", [] { ops::resetFallbackCounts(); });
   m.def("_set_fallback_warnings", [](bool enabled) { ops::setFallbackWarnings(enabled); });

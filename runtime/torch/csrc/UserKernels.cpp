@@ -37,14 +37,19 @@ std::vector<std::string> UserModule::kernelNames() const {
   return names;
 }
 
+maiaKernel_t UserModule::kernel(const std::string& name) const {
+  maiaKernel_t kernel = nullptr;
+  MAIA_CHECK(maiaModuleGetKernel(module_, name.c_str(), &kernel));
+  return kernel;
+}
+
 void UserModule::launch(const std::string& name, const std::vector<int64_t>& grid,
                         const std::vector<Arg>& args) const {
   TORCH_CHECK(grid.size() >= 1 && grid.size() <= 3, "a grid has 1 to 3 dimensions, got ",
               grid.size());
   int64_t grid3[3] = {1, 1, 1};
   for (size_t d = 0; d < grid.size(); ++d) grid3[d] = grid[d];
-  maiaKernel_t kernel = nullptr;
-  MAIA_CHECK(maiaModuleGetKernel(module_, name.c_str(), &kernel));
+  maiaKernel_t kernel = this->kernel(name);
   std::vector<maiaKernelArg> driver_args;
   std::optional<c10::Device> device;
   for (size_t i = 0; i < args.size(); ++i) {

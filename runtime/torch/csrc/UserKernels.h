@@ -25,6 +25,8 @@ class UserModule {
   const std::string& path() const { return path_; }
   std::string metadata() const;
   std::vector<std::string> kernelNames() const;
+  /// The driver handle of kernel name (valid while this module lives).
+  maiaKernel_t kernel(const std::string& name) const;
 
   /// An argument: a maia tensor (a memref), or an int/float scalar that is
   /// converted to the scalar type the kernel declares.

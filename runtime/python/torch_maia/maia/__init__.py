@@ -171,6 +171,25 @@ def set_fallback_warnings(enabled: bool) -> None:
     _C._set_fallback_warnings(bool(enabled))
 
 
+def __getattr__(name):
+    # Inductor asks the device module for its code generators the first time
+    # it compiles for maia (init_backend_registration); that is when the
+    # Inductor plugin loads and registers maia through the upstream
+    # registries, so that `import torch` does not pay for importing Inductor.
+    if name in ("Scheduling", "PythonWrapperCodegen"):
+        try:
+            import maia_inductor
+        except ImportError:
+            raise AttributeError(f"torch.maia.{name}: the maia_inductor package "
+                                 "(torch.compile for maia) is not installed") from None
+        maia_inductor.register()
+        from maia_inductor.scheduling import MaiaScheduling
+        from maia_inductor.wrapper import MaiaWrapperCodegen
+
+        return MaiaScheduling if name == "Scheduling" else MaiaWrapperCodegen
+    raise AttributeError(f"module 'torch.maia' has no attribute '{name}'")
+
+
 __all__ = [
     "Event", "Stream", "StreamContext", "current_device", "current_stream",
     "default_stream", "device", "device_count", "device_of", "empty_cache",

@@ -1,0 +1,19 @@
+"""The maia Inductor backend's configuration (Inductor's device_custom_config).
+
+Its values are part of the FX graph cache key, so a graph compiled by one
+compiler (or for one CPU) is never served to another.
+"""
+
+import os
+import sys
+
+from torch.utils._config_module import install_config_module
+
+# Set by maia_inductor.register() from the compiler binary in use.
+compiler_version: str = ""
+target_cpu: str = ""
+opt_level: int = int(os.environ.get("MAIA_INDUCTOR_OPT_LEVEL", "2"))
+# Every kernel's .mlir and .maiabin are copied here when set.
+dump_dir: str = os.environ.get("MAIA_INDUCTOR_DUMP_DIR", "")
+
+install_config_module(sys.modules[__name__])

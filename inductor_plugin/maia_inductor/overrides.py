@@ -1,0 +1,446 @@
+"""MaiaOverrides: Inductor's ops handler as MLIR (arith, math, vector).
+
+Every op emits into the current kernel's compute buffer and returns a typed
+SSA value (a CSE variable that knows its dtype and whether it is a vector).
+Operands may mix per-lane vectors and uniform scalars (scalars are broadcast
+where needed); uniform computations stay scalar. Ops the device cannot do
+raise NotImplementedError naming the op, so Inductor reports it (or falls back).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch._inductor.codegen.common import OpOverrides
+from torch._inductor.utils import sympy_index_symbol
+from torch._inductor.virtualized import V
+
+from . import mlir_types as mt
+
+
+def _k():
+    return V.kernel
+
+
+def _value(x, like=None):
+    """An operand as a typed value (Python numbers become constants)."""
+    if isinstance(x, (bool, int, float)):
+        if isinstance(x, bool):
+            dtype = torch.bool
+        elif like is not None and like.mdtype not in ("index",):
+            dtype = like.mdtype if not isinstance(x, float) or mt.is_float(like.mdtype) else torch.float32
+        else:
+            dtype = torch.float32 if isinstance(x, float) else torch.int64
+        return _k().constant(x, dtype)
+    return x
+
+
+def _promote(a, b):
+    a = _value(a, b if not isinstance(b, (int, float)) else None)
+    b = _value(b, a)
+    if a.mdtype != b.mdtype:
+        dtype = torch.promote_types(a.mdtype, b.mdtype)
+        a, b = _k().convert(a, dtype), _k().convert(b, dtype)
+    return a, b
+
+
+def _binary(a, b, float_op, int_op, unsigned_op=None):
+    a, b = _promote(a, b)
+    dtype = a.mdtype
+    if mt.is_float(dtype):
+        op = float_op
+    elif unsigned_op is not None and mt.is_unsigned(dtype):
+        op = unsigned_op
+    else:
+        op = int_op
+    if op is None:
+        raise NotImplementedError(f"maia: {float_op or int_op} on {dtype}")
+    return _k().logical(_k().compute, op, a, b)
+
+
+def _float_unary(op, x):
+    k = _k()
+    x = _value(x)
+    if not mt.is_float(x.mdtype):
+        x = k.convert(x, torch.float32)
+    return k.emit(k.compute, f"{op} {x} : {k.mlir_type(x.mdtype, x.vec)}", x.mdtype, x.vec)
+
+
+def _compare(a, b, float_pred, signed_pred, unsigned_pred):
+    a, b = _promote(a, b)
+    dtype = a.mdtype
+    pred = float_pred if mt.is_float(dtype) else (
+        unsigned_pred if mt.is_unsigned(dtype) else signed_pred)
+    return _k().compare(_k().compute, pred, a, b)
+
+
+def _as_bool(x):
+    return _k().convert(_value(x), torch.bool)
+
+
+def _true_like(x):
+    return _k().constant(True, torch.bool, x.vec)
+
+
+class MaiaOverrides(OpOverrides):
+    @staticmethod
+    def paren(x):
+        return x
+
+    # ------------------------------------------------------------ values
+    @staticmethod
+    def constant(value, dtype):
+        if dtype in (torch.float16, torch.bfloat16):
+            value = float(torch.tensor(value, dtype=dtype))  # round like the storage type
+        return _k().constant(value, mt.compute_dtype(dtype))
+
+    @staticmethod
+    def index_expr(expr, dtype):
+        k = _k()
+        index = k.emit_index(k.prepare_indexing(expr), k.compute)
+        return k.convert(index, mt.compute_dtype(dtype) if dtype not in (
+            torch.float16, torch.bfloat16) else dtype)
+
+    @staticmethod
+    def to_dtype(x, dtype, src_dtype=None, use_compute_types=True):
+        return _k().convert(_value(x), dtype)
+
+    @staticmethod
+    def to_dtype_bitcast(x, dtype, src_dtype):
+        k = _k()
+        x = _value(x)
+        if mt.bit_width(dtype) != mt.bit_width(src_dtype):
+            raise NotImplementedError(f"maia: bitcast {src_dtype} to {dtype}")
+        if src_dtype in (torch.float16, torch.bfloat16):
+            x = k._to_storage(x, src_dtype, k.compute)
+        src_ty = k.mlir_type(src_dtype, x.vec)
+        dst_ty = k.mlir_type(dtype, x.vec)
+        cast = k.emit(k.compute, f"arith.bitcast {x} : {src_ty} to {dst_ty}", dtype, x.vec)
+        if dtype in (torch.float16, torch.bfloat16):
+            return k.emit(k.compute, f"arith.extf {cast} : {dst_ty} to "
+                          f"{k.mlir_type(torch.float32, x.vec)}", torch.float32, x.vec)
+        return cast
+
+    @staticmethod
+    def indirect_indexing(var, size, check=True, wrap_neg=True):
+        # The symbol names the CSE variable; MaiaKernel looks it up when an
+        # index uses it.
+        return sympy_index_symbol(var.name)
+
+    @staticmethod
+    def masked(mask, body, other):
+        k = _k()
+        with k.mask_loads(mask, other) as combined:
+            result = body()
+        result = _value(result)
+        if isinstance(other, float) and not mt.is_float(result.mdtype) and not math.isfinite(other):
+            other = 0  # an integer result never selects it: the lanes are masked off
+        return k.select(k.compute, combined, result, k.constant(other, result.mdtype))
+
+    @staticmethod
+    def where(cond, a, b):
+        a, b = _promote(a, b)
+        return _k().select(_k().compute, _as_bool(cond), a, b)
+
+    # ------------------------------------------------------- arithmetic
+    @staticmethod
+    def add(a, b):
+        return _binary(a, b, "arith.addf", "arith.addi")
+
+    @staticmethod
+    def sub(a, b):
+        return _binary(a, b, "arith.subf", "arith.subi")
+
+    @staticmethod
+    def mul(a, b):
+        return _binary(a, b, "arith.mulf", "arith.muli")
+
+    @staticmethod
+    def truediv(a, b):
+        return _binary(a, b, "arith.divf", None)
+
+    @staticmethod
+    def div(a, b):
+        return _binary(a, b, "arith.divf", "arith.divsi", "arith.divui")
+
+    @staticmethod
+    def int_truediv(a, b):
+        k = _k()
+        a, b = _value(a), _value(b)
+        return MaiaOverrides.truediv(k.convert(a, torch.float64), k.convert(b, torch.float64))
+
+    @staticmethod
+    def floordiv(a, b):
+        return _binary(a, b, None, "arith.floordivsi", "arith.divui")
+
+    @staticmethod
+    def truncdiv(a, b):
+        return _binary(a, b, None, "arith.divsi", "arith.divui")
+
+    @staticmethod
+    def mod(a, b):
+        return _binary(a, b, "arith.remf", "arith.remsi", "arith.remui")
+
+    @staticmethod
+    def fmod(a, b):
+        return _binary(a, b, "arith.remf", "arith.remsi", "arith.remui")
+
+    @staticmethod
+    def remainder(a, b):
+        k = _k()
+        a, b = _promote(a, b)
+        r = MaiaOverrides.mod(a, b)
+        if mt.is_unsigned(a.mdtype):
+            return r
+        zero = k.constant(0, a.mdtype)
+        pred = "olt" if mt.is_float(a.mdtype) else "slt"
+        ne = "une" if mt.is_float(a.mdtype) else "ne"
+        signs_differ = k.logical(k.compute, "arith.xori", k.compare(k.compute, pred, r, zero),
+                                 k.compare(k.compute, pred, b, zero))
+        fix = k.logical(k.compute, "arith.andi", signs_differ, k.compare(k.compute, ne, r, zero))
+        return k.select(k.compute, fix, MaiaOverrides.add(r, b), r)
+
+    @staticmethod
+    def pow(a, b):
+        k = _k()
+        a, b = _promote(a, b)
+        if mt.is_float(a.mdtype):
+            return k.logical(k.compute, "math.powf", a, b)
+        return k.logical(k.compute, "math.ipowi", a, b)
+
+    @staticmethod
+    def maximum(a, b):
+        return _binary(a, b, "arith.maximumf", "arith.maxsi", "arith.maxui")
+
+    @staticmethod
+    def minimum(a, b):
+        return _binary(a, b, "arith.minimumf", "arith.minsi", "arith.minui")
+
+    @staticmethod
+    def fma(a, b, c):
+        k = _k()
+        a, b = _promote(a, b)
+        a, c = _promote(a, c)
+        a, b = _promote(a, b)
+        if not mt.is_float(a.mdtype):
+            return MaiaOverrides.add(MaiaOverrides.mul(a, b), c)
+        a, b = k.unify_shape(a, b)
+        a, c = k.unify_shape(a, c)
+        b, c = k.unify_shape(b, c)
+        return k.emit(k.compute, f"math.fma {a}, {b}, {c} : {k.mlir_type(a.mdtype, a.vec)}",
+                      a.mdtype, a.vec)
+
+    @staticmethod
+    def neg(x):
+        k = _k()
+        x = _value(x)
+        if mt.is_float(x.mdtype):
+            return k.emit(k.compute, f"arith.negf {x} : {k.mlir_type(x.mdtype, x.vec)}",
+                          x.mdtype, x.vec)
+        return MaiaOverrides.sub(k.constant(0, x.mdtype), x)
+
+    @staticmethod
+    def abs(x):
+        k = _k()
+        x = _value(x)
+        if mt.is_unsigned(x.mdtype):
+            return x
+        op = "math.absf" if mt.is_float(x.mdtype) else "math.absi"
+        return k.emit(k.compute, f"{op} {x} : {k.mlir_type(x.mdtype, x.vec)}", x.mdtype, x.vec)
+
+    @staticmethod
+    def sign(x):
+        k = _k()
+        x = _value(x)
+        zero, one = k.constant(0, x.mdtype), k.constant(1, x.mdtype)
+        minus = k.constant(-1, x.mdtype) if not mt.is_unsigned(x.mdtype) else zero
+        positive = _compare(x, zero, "ogt", "sgt", "ugt")
+        negative = _compare(x, zero, "olt", "slt", "ult")
+        result = k.select(k.compute, negative, minus, k.to_context(zero) if x.vec else zero)
+        result = k.select(k.compute, positive, one, result)
+        if mt.is_float(x.mdtype):  # sign(NaN) is NaN
+            return k.select(k.compute, MaiaOverrides.isnan(x), x, result)
+        return result
+
+    @staticmethod
+    def reciprocal(x):
+        x = _value(x)
+        if not mt.is_float(x.mdtype):
+            x = _k().convert(x, torch.float32)
+        return MaiaOverrides.truediv(_k().constant(1.0, x.mdtype), x)
+
+    @staticmethod
+    def square(x):
+        return MaiaOverrides.mul(x, x)
+
+    @staticmethod
+    def relu(x):
+        x = _value(x)
+        return MaiaOverrides.maximum(x, _k().constant(0, x.mdtype))
+
+    @staticmethod
+    def sigmoid(x):
+        x = _value(x)
+        if not mt.is_float(x.mdtype):
+            x = _k().convert(x, torch.float32)
+        one = _k().constant(1.0, x.mdtype)
+        return MaiaOverrides.truediv(one, MaiaOverrides.add(one, MaiaOverrides.exp(
+            MaiaOverrides.neg(x))))
+
+    # ------------------------------------------------------ comparisons
+    @staticmethod
+    def eq(a, b):
+        return _compare(a, b, "oeq", "eq", "eq")
+
+    @staticmethod
+    def ne(a, b):
+        return _compare(a, b, "une", "ne", "ne")
+
+    @staticmethod
+    def lt(a, b):
+        return _compare(a, b, "olt", "slt", "ult")
+
+    @staticmethod
+    def le(a, b):
+        return _compare(a, b, "ole", "sle", "ule")
+
+    @staticmethod
+    def gt(a, b):
+        return _compare(a, b, "ogt", "sgt", "ugt")
+
+    @staticmethod
+    def ge(a, b):
+        return _compare(a, b, "oge", "sge", "uge")
+
+    @staticmethod
+    def isnan(x):
+        x = _value(x)
+        if not mt.is_float(x.mdtype):
+            return _k().constant(False, torch.bool, x.vec)
+        return _k().compare(_k().compute, "uno", x, x)
+
+    @staticmethod
+    def isinf(x):
+        x = _value(x)
+        if not mt.is_float(x.mdtype):
+            return _k().constant(False, torch.bool, x.vec)
+        return _k().compare(_k().compute, "oeq", MaiaOverrides.abs(x),
+                            _k().constant(float("inf"), x.mdtype))
+
+    @staticmethod
+    def signbit(x):
+        k = _k()
+        x = _value(x)
+        if not mt.is_float(x.mdtype):
+            return MaiaOverrides.lt(x, k.constant(0, x.mdtype))
+        int_dtype = torch.int64 if x.mdtype == torch.float64 else torch.int32
+        bits = k.emit(k.compute, f"arith.bitcast {x} : {k.mlir_type(x.mdtype, x.vec)} to "
+                      f"{k.mlir_type(int_dtype, x.vec)}", int_dtype, x.vec)
+        return MaiaOverrides.lt(bits, k.constant(0, int_dtype))
+
+    # --------------------------------------------------- logical/bitwise
+    @staticmethod
+    def logical_and(a, b):
+        return _k().logical(_k().compute, "arith.andi", _as_bool(a), _as_bool(b))
+
+    @staticmethod
+    def logical_or(a, b):
+        return _k().logical(_k().compute, "arith.ori", _as_bool(a), _as_bool(b))
+
+    @staticmethod
+    def logical_xor(a, b):
+        return _k().logical(_k().compute, "arith.xori", _as_bool(a), _as_bool(b))
+
+    @staticmethod
+    def logical_not(a):
+        a = _as_bool(a)
+        return _k().logical(_k().compute, "arith.xori", a, _true_like(a))
+
+    @staticmethod
+    def bitwise_and(a, b):
+        return _binary(a, b, None, "arith.andi")
+
+    @staticmethod
+    def bitwise_or(a, b):
+        return _binary(a, b, None, "arith.ori")
+
+    @staticmethod
+    def bitwise_xor(a, b):
+        return _binary(a, b, None, "arith.xori")
+
+    @staticmethod
+    def bitwise_not(a):
+        a = _value(a)
+        ones = _k().constant(True if a.mdtype == torch.bool else -1, a.mdtype)
+        return _k().logical(_k().compute, "arith.xori", a, ones)
+
+    @staticmethod
+    def bitwise_left_shift(a, b):
+        return _binary(a, b, None, "arith.shli")
+
+    @staticmethod
+    def bitwise_right_shift(a, b):
+        return _binary(a, b, None, "arith.shrsi", "arith.shrui")
+
+
+def _install_float_unaries():
+    names = {
+        "exp": "math.exp", "exp2": "math.exp2", "expm1": "math.expm1", "log": "math.log",
+        "log2": "math.log2", "log10": "math.log10", "log1p": "math.log1p",
+        "sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "sin": "math.sin", "cos": "math.cos",
+        "tan": "math.tan", "tanh": "math.tanh", "sinh": "math.sinh", "cosh": "math.cosh",
+        "asin": "math.asin", "acos": "math.acos", "atan": "math.atan", "asinh": "math.asinh",
+        "acosh": "math.acosh", "atanh": "math.atanh", "erf": "math.erf", "erfc": "math.erfc",
+        "floor": "math.floor", "ceil": "math.ceil", "trunc": "math.trunc",
+        "round": "math.roundeven", "cbrt": "math.cbrt",
+    }
+    for name, op in names.items():
+        def unary(x, _op=op, _name=name):
+            x = _value(x)
+            if _name in ("floor", "ceil", "trunc", "round") and not mt.is_float(x.mdtype):
+                return x
+            return _float_unary(_op, x)
+        setattr(MaiaOverrides, name, staticmethod(unary))
+
+    def atan2(a, b):
+        a, b = _promote(a, b)
+        if not mt.is_float(a.mdtype):
+            a, b = _k().convert(a, torch.float32), _k().convert(b, torch.float32)
+        return _k().logical(_k().compute, "math.atan2", a, b)
+
+    def copysign(a, b):
+        a, b = _promote(a, b)
+        return _k().logical(_k().compute, "math.copysign", a, b)
+
+    MaiaOverrides.atan2 = staticmethod(atan2)
+    MaiaOverrides.copysign = staticmethod(copysign)
+
+
+_install_float_unaries()
+
+
+def _alias_sympy_names():
+    # Decompositions also use the operator-style names.
+    for alias, name in (("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift"),
+                        ("and_", "bitwise_and"), ("or_", "bitwise_or"), ("xor", "bitwise_xor")):
+        setattr(MaiaOverrides, alias, getattr(MaiaOverrides, name))
+
+
+def _name_unimplemented():
+    """Ops without a MAIA lowering fail with their name, not a bare error."""
+    from torch._inductor.codegen.common import OpDecompositions
+    from torch._inductor.ops_handler import OpsHandler
+
+    routed_to_kernel = {"load", "store", "store_reduction", "reduction", "scan", "sort",
+                        "bucketize", "check_bounds", "device_assert_async", "partial_accumulate"}
+    for name, fn in vars(OpsHandler).items():
+        if name.startswith("_") or not callable(fn) or name in routed_to_kernel:
+            continue
+        if name in vars(MaiaOverrides) or name in vars(OpDecompositions):
+            continue
+        setattr(MaiaOverrides, name, OpOverrides._unimplemented(name))
+
+
+_alias_sympy_names()
+_name_unimplemented()

@@ -1,0 +1,89 @@
+"""What generated wrapper code calls at run time: asynchronous compilation,
+kernel launch, launch grids and the raw stream.
+
+Kept free of Inductor imports so that loading a cached graph stays cheap.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import Future, ThreadPoolExecutor
+
+import torch
+
+from .mlir_types import VL
+
+# Programs are the driver's unit of parallelism: enough for the cores to
+# balance, few enough that each one amortizes its dispatch.
+ELEMENTS_PER_PROGRAM = 32768
+MAX_PROGRAMS = 32
+
+
+class MaiaCompiledKernel:
+    """A loaded kernel of a compiled graph."""
+
+    __slots__ = ("name", "path", "_module", "_kernel")
+
+    def __init__(self, name: str, path: str):
+        from torch_maia import _C
+
+        self.name = name
+        self.path = path
+        self._module = _C._UserModule(path)
+        self._kernel = _C._CompiledKernel(self._module, name)
+
+    def run(self, grid, *args):
+        if grid[0] > 0:
+            self._kernel.run(grid, *args)
+
+    def __repr__(self):
+        return f"<maia compiled kernel {self.name} ({self.path})>"
+
+
+def maia_pointwise_grid(numel: int, inner: int):
+    """(row programs, chunk programs) for a pointwise kernel."""
+    if numel <= 0:
+        return (0, 1)
+    inner = max(inner, 1)
+    programs = min(MAX_PROGRAMS, max(1, numel // ELEMENTS_PER_PROGRAM))
+    rows = numel // inner
+    row_programs = max(1, min(rows, programs))
+    chunk_programs = max(1, min(programs // row_programs, -(-inner // VL)))
+    return (row_programs, chunk_programs)
+
+
+def maia_reduction_grid(xnumel: int, rnumel: int):
+    if xnumel <= 0:
+        return (0,)
+    work = xnumel * max(rnumel, 1)
+    return (max(1, min(xnumel, MAX_PROGRAMS, work // ELEMENTS_PER_PROGRAM)),)
+
+
+def get_raw_stream(device_index: int) -> int:
+    return torch.maia.current_stream(device_index).stream_id
+
+
+class MaiaAsyncCompile:
+    """Compiles a graph's kernels on a thread pool (the work happens in the
+    compile workers, so the threads mostly wait) while Inductor continues."""
+
+    _executor: ThreadPoolExecutor | None = None
+
+    @classmethod
+    def executor(cls) -> ThreadPoolExecutor:
+        if cls._executor is None:
+            cls._executor = ThreadPoolExecutor(4, thread_name_prefix="maia-compile")
+        return cls._executor
+
+    def kernel(self, name: str, source: str) -> Future:
+        return self.executor().submit(_load, name, source)
+
+    def wait(self, scope: dict) -> None:
+        for key, value in list(scope.items()):
+            if isinstance(value, Future):
+                scope[key] = value.result()
+
+
+def _load(name: str, source: str) -> MaiaCompiledKernel:
+    from .compiler import compile_to_binary
+
+    return MaiaCompiledKernel(name, str(compile_to_binary(name, source)))
