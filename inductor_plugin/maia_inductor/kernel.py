@@ -41,6 +41,7 @@ from torch._inductor.codegen.common import (
 from torch._inductor.codegen.simd import SIMDKernel
 from torch._inductor.utils import sympy_index_symbol
 from torch._inductor.virtualized import V
+from torch.utils._ordered_set import OrderedSet
 from torch.utils._sympy.functions import FloorDiv, ModularIndexing
 
 from . import mlir_types as mt
@@ -80,10 +81,22 @@ class MaiaCSEVariable(CSEVariable):
 
 
 class MaiaCSE(CSE):
+    """CSE that records each value's type, and keeps the values computed
+    after a reduction loop (the stores buffer) apart from those inside it:
+    neither may be used where the other is in scope."""
+
     def generate(self, buffer, expr, **kwargs):
         if isinstance(expr, OpsValue):
             expr = expr.value
-        var = super().generate(buffer, expr, **kwargs)
+        kernel = V.kernel
+        after_loop = isinstance(kernel, MaiaKernel) and buffer is kernel.stores
+        if after_loop:
+            inside, self._cache = self._cache, getattr(self, "after_loop_cache", {})
+        try:
+            var = super().generate(buffer, expr, **kwargs)
+        finally:
+            if after_loop:
+                self.after_loop_cache, self._cache = self._cache, inside
         if isinstance(expr, Typed) and isinstance(var, MaiaCSEVariable) and var.mdtype is None:
             var.mdtype = expr.dtype
             var.vec = expr.vec
@@ -170,6 +183,9 @@ class MaiaKernel(SIMDKernel):
     def codegen_iteration_ranges_entry(self, entry) -> None:
         pass  # entries are materialized where an index uses them
 
+    def dtype_to_str(self, dtype: torch.dtype) -> str:
+        return mt.element_type(dtype)
+
     def mlir_type(self, dtype, vec: bool) -> str:
         if dtype == "index":
             return mt.index_type(vec)
@@ -189,7 +205,12 @@ class MaiaKernel(SIMDKernel):
         ty = self.mlir_type(dtype, vec)
         lit = "0" if dtype == "index" and value == 0 else (
             str(int(value)) if dtype == "index" else mt.literal(value, dtype))
-        text = f"arith.constant dense<{lit}> : {ty}" if vec else f"arith.constant {lit} : {ty}"
+        if vec:
+            text = f"arith.constant dense<{lit}> : {ty}"
+        elif dtype == torch.bool:
+            text = f"arith.constant {lit}"  # true/false carry their type
+        else:
+            text = f"arith.constant {lit} : {ty}"
         return self.emit(self.prologue, text, dtype, vec)
 
     def index_constant(self, value: int):
@@ -459,7 +480,9 @@ class MaiaKernel(SIMDKernel):
     def load(self, name: str, index: sympy.Expr):
         var = f"%{self.args.input(name)}"
         dtype = V.graph.get_dtype(name)
-        buffer = self.loads
+        # Loads, computation and stores stay in program order in one buffer:
+        # an index computed for one of them may serve the next.
+        buffer = self.compute
         index = self.prepare_indexing(index)
         mem_ty = self.memref_type(name)
         elem = mt.memory_type(dtype)
@@ -529,9 +552,7 @@ class MaiaKernel(SIMDKernel):
     def store(self, name: str, index: sympy.Expr, value, mode=None) -> None:
         var = f"%{self.args.output(name)}"
         dtype = V.graph.get_dtype(name)
-        # Stores of a reduction kernel's per-lane nodes stay inside the loop.
-        in_loop = self.is_reduction_kernel and self.inside_reduction
-        buffer = self.compute if in_loop else self.stores
+        buffer = self.compute  # see load()
         index = self.prepare_indexing(index)
         value = self.to_context(value, buffer)
         stored = self._to_storage(value, dtype, buffer)
@@ -639,7 +660,7 @@ class MaiaKernel(SIMDKernel):
         # Like a device assert: the program traps, the stream reports a
         # sticky error naming this kernel at the next synchronization.
         buffer.writeline(f"scf.if {bad} {{")
-        buffer.writeline("  llvm.intr.trap")
+        buffer.writeline('  "llvm.intr.trap"() : () -> ()')
         buffer.writeline("}")
 
     # -------------------------------------------------------------- reduction
@@ -683,14 +704,15 @@ class MaiaKernel(SIMDKernel):
             self._start_segment()
 
     def _start_segment(self):
-        """Values of the finished loop are out of scope from here on."""
-        if True:
-            keep = [v for v in self.cse.varname_map.values()
-                    if isinstance(v, MaiaCSEVariable) and v.scope != "loop"]
-            for item in self.cse.reduction_cache.values():
-                keep.extend(item if isinstance(item, tuple) else (item,))
-            from torch.utils._ordered_set import OrderedSet
-            self.cse.invalidate(OrderedSet(keep))
+        """Values of the finished loop are out of scope from here on; those
+        computed after it are in scope for the rest of this x."""
+        keep = [v for v in self.cse.varname_map.values()
+                if isinstance(v, MaiaCSEVariable) and v.scope != "loop"]
+        for item in self.cse.reduction_cache.values():
+            keep.extend(item if isinstance(item, tuple) else (item,))
+        self.cse.invalidate(OrderedSet(keep))
+        self.cse._cache.update(getattr(self.cse, "after_loop_cache", {}))
+        self.cse.after_loop_cache = {}
         self.segment = next(self._segment_ids)
         self._begin_vector_loop()
 
@@ -730,6 +752,8 @@ class MaiaKernel(SIMDKernel):
     def codegen_kernel(self, name: str | None = None) -> str:
         self.codegen_body()
         code = IndentedBuffer()
+        header = IndentedBuffer()
+        self._grid_header(header)  # may add size arguments: before the signature
         args = self.kernel_arguments()
         from .scheduling import KERNEL_NAME_PLACEHOLDER
 
@@ -740,8 +764,6 @@ class MaiaKernel(SIMDKernel):
         code.writeline(f"func.func @{name}({signature}) attributes {{maia.kernel, "
                        f"maia.grid_rank = {1 if self.is_reduction_kernel else 2}}} {{")
         with code.indent():
-            header = IndentedBuffer()
-            self._grid_header(header)
             code.splice(self.prologue)
             code.splice(header)
             if self.is_reduction_kernel:

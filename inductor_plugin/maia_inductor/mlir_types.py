@@ -85,7 +85,11 @@ def literal(value, dtype: torch.dtype) -> str:
         return str(int(value))
     value = float(value)
     if math.isfinite(value):
-        return repr(value) if "e" in repr(value) or "." in repr(value) else f"{value:.1f}"
+        # MLIR wants a digit after the point: 1.0e-05, not 1e-05
+        mantissa, _, exponent = repr(value).partition("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        return f"{mantissa}e{exponent}" if exponent else mantissa
     bits = {
         torch.float32: {"inf": "0x7F800000", "-inf": "0xFF800000", "nan": "0x7FC00000"},
         torch.float64: {"inf": "0x7FF0000000000000", "-inf": "0xFFF0000000000000",

@@ -102,6 +102,8 @@ class MaiaOverrides(OpOverrides):
         return k.convert(index, mt.compute_dtype(dtype) if dtype not in (
             torch.float16, torch.bfloat16) else dtype)
 
+    value_expr = index_expr  # index_expr already yields the requested dtype
+
     @staticmethod
     def to_dtype(x, dtype, src_dtype=None, use_compute_types=True):
         return _k().convert(_value(x), dtype)
@@ -437,7 +439,8 @@ def _name_unimplemented():
     for name, fn in vars(OpsHandler).items():
         if name.startswith("_") or not callable(fn) or name in routed_to_kernel:
             continue
-        if name in vars(MaiaOverrides) or name in vars(OpDecompositions):
+        if name in vars(MaiaOverrides) or name in vars(OpDecompositions) or name in vars(
+                OpOverrides):
             continue
         setattr(MaiaOverrides, name, OpOverrides._unimplemented(name))
 
