@@ -32,6 +32,7 @@ def register() -> None:
     identity = compiler_identity()
     config.compiler_version = identity["version"]
     config.target_cpu = identity["host_cpu"]
+    config.plugin_hash = _source_hash()
 
     register_interface_for_device("maia", MaiaInterface)
     for index in range(torch.maia.device_count()):
@@ -40,3 +41,14 @@ def register() -> None:
     register_backend_for_device("maia", MaiaScheduling, MaiaWrapperCodegen,
                                 device_custom_config=config)
     _registered = True
+
+
+def _source_hash() -> str:
+    import hashlib
+    from pathlib import Path
+
+    digest = hashlib.sha256()
+    for path in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(path.name.encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]

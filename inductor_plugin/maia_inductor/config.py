@@ -9,9 +9,11 @@ import sys
 
 from torch.utils._config_module import install_config_module
 
-# Set by maia_inductor.register() from the compiler binary in use.
+# Set by maia_inductor.register(): the compiler binary in use, and a hash of
+# this plugin's sources (code generation changes must miss the FX graph cache).
 compiler_version: str = ""
 target_cpu: str = ""
+plugin_hash: str = ""
 opt_level: int = int(os.environ.get("MAIA_INDUCTOR_OPT_LEVEL", "2"))
 # Every kernel's .mlir and .maiabin are copied here when set.
 dump_dir: str = os.environ.get("MAIA_INDUCTOR_DUMP_DIR", "")

@@ -492,8 +492,9 @@ class MaiaKernel(SIMDKernel):
         if kind == "scalar" or kind == "broadcast":
             scalar_mask = self._load_mask if (kind == "scalar" and self._load_mask is not None) else None
             raw = self._scalar_load(buffer, var, base, mem_ty, elem, dtype, scalar_mask, other)
-            value = self._to_compute(raw, dtype, buffer)
-            return self.broadcast(value, buffer) if kind == "broadcast" else value
+            # Uniform across the lanes: stays scalar until an op needs lanes
+            # (and as an index, keeps indirect accesses contiguous).
+            return self._to_compute(raw, dtype, buffer)
         vty = f"vector<{VL}x{elem}>"
         mask_ty = self.mlir_type(torch.bool, True)
         passthru = self.constant(other if dtype != torch.bool else int(bool(other)),
