@@ -100,6 +100,8 @@ class MaiaCSE(CSE):
         if isinstance(expr, Typed) and isinstance(var, MaiaCSEVariable) and var.mdtype is None:
             var.mdtype = expr.dtype
             var.vec = expr.vec
+            if var.dtype is None:  # what Inductor's dtype checks read
+                var.dtype = expr.dtype if isinstance(expr.dtype, torch.dtype) else torch.int64
             var.scope = V.kernel.scope_of(buffer)
         return var
 

@@ -45,6 +45,21 @@ def _promote(a, b):
     return a, b
 
 
+_INTEGER_DIVISIONS = ("arith.divsi", "arith.divui", "arith.floordivsi", "arith.remsi",
+                      "arith.remui", "arith.ceildivsi")
+
+
+def _safe_divisor(b):
+    """Integer division has no vector instruction: LLVM divides lane by lane,
+    and a zero in a masked-off lane (tail, padding) would fault. Those lanes
+    divide by one instead."""
+    k = _k()
+    mask = k._current_mask(k.compute) if k.vector_context() else None
+    if mask is None or not b.vec:
+        return b
+    return k.select(k.compute, mask, b, k.constant(1, b.mdtype))
+
+
 def _binary(a, b, float_op, int_op, unsigned_op=None):
     a, b = _promote(a, b)
     dtype = a.mdtype
@@ -56,6 +71,8 @@ def _binary(a, b, float_op, int_op, unsigned_op=None):
         op = int_op
     if op is None:
         raise NotImplementedError(f"maia: {float_op or int_op} on {dtype}")
+    if op in _INTEGER_DIVISIONS:
+        b = _safe_divisor(b)
     return _k().logical(_k().compute, op, a, b)
 
 
@@ -260,10 +277,7 @@ class MaiaOverrides(OpOverrides):
         positive = _compare(x, zero, "ogt", "sgt", "ugt")
         negative = _compare(x, zero, "olt", "slt", "ult")
         result = k.select(k.compute, negative, minus, k.to_context(zero) if x.vec else zero)
-        result = k.select(k.compute, positive, one, result)
-        if mt.is_float(x.mdtype):  # sign(NaN) is NaN
-            return k.select(k.compute, MaiaOverrides.isnan(x), x, result)
-        return result
+        return k.select(k.compute, positive, one, result)  # NaN: 0, as in PyTorch
 
     @staticmethod
     def reciprocal(x):
@@ -426,7 +440,7 @@ def _alias_sympy_names():
     # Decompositions also use the operator-style names.
     for alias, name in (("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift"),
                         ("and_", "bitwise_and"), ("or_", "bitwise_or"), ("xor", "bitwise_xor")):
-        setattr(MaiaOverrides, alias, getattr(MaiaOverrides, name))
+        setattr(MaiaOverrides, alias, staticmethod(getattr(MaiaOverrides, name)))
 
 
 def _name_unimplemented():
