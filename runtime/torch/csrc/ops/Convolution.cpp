@@ -3,6 +3,7 @@
 // raises instead of reaching the boxed fallback; these kernels compute it
 // on the host explicitly (counted and warned like any fallback) until the
 // device has convolution kernels.
+#include <ATen/native/ConvUtils.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <torch/library.h>
@@ -27,7 +28,11 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
   if (bias.has_value() && bias->defined()) host_bias = bias->cpu();
   Tensor out = at::convolution(input.cpu(), weight.cpu(), host_bias, stride, padding, dilation,
                                transposed, output_padding, groups);
-  return out.to(input.device());
+  // The layout PyTorch's fake kernel promises for this device's backend
+  // (compiled graphs assert it).
+  at::MemoryFormat format = at::native::_determine_backend_memory_format(
+      input, weight, at::native::ConvBackend::Overrideable);
+  return out.to(input.device()).contiguous(format);
 }
 
 std::tuple<Tensor, Tensor, Tensor> convolutionBackward(
