@@ -42,6 +42,7 @@ from torch._inductor.codegen.simd import SIMDKernel
 from torch._inductor.utils import sympy_index_symbol
 from torch._inductor.virtualized import V
 from torch.utils._ordered_set import OrderedSet
+from torch.utils._sympy.value_ranges import ValueRanges
 from torch.utils._sympy.functions import FloorDiv, ModularIndexing
 
 from . import mlir_types as mt
@@ -482,6 +483,12 @@ class MaiaKernel(SIMDKernel):
     def load(self, name: str, index: sympy.Expr):
         var = f"%{self.args.input(name)}"
         dtype = V.graph.get_dtype(name)
+        if V.graph.is_unspec_arg(name):
+            # A 0-d CPU tensor (e.g. an optimizer's step count): the wrapper
+            # passes its value as a scalar argument.
+            scalar = MaiaCSEVariable(self.args.input(name), ValueRanges.unknown(), dtype)
+            scalar.mdtype, scalar.vec, scalar.scope = mt.compute_dtype(dtype), False, "global"
+            return scalar
         # Loads, computation and stores stay in program order in one buffer:
         # an index computed for one of them may serve the next.
         buffer = self.compute
@@ -848,7 +855,10 @@ class MaiaKernel(SIMDKernel):
         result = []
         for arg_def, outer, arg in zip(arg_defs, call_args, signature):
             ssa = f"%{arg_def.name if hasattr(arg_def, 'name') else arg_def}"
-            if isinstance(arg, TensorArg):
+            if isinstance(arg, TensorArg) and V.graph.is_unspec_arg(arg.buffer):
+                result.append((ssa, mt.element_type(mt.compute_dtype(arg.dtype)),
+                               f"{outer}.item()"))
+            elif isinstance(arg, TensorArg):
                 result.append((ssa, f"memref<?x{mt.memory_type(arg.dtype)}>", outer))
             else:
                 result.append((ssa, "index", outer))

@@ -1,0 +1,120 @@
+"""How the plugin plugs in: registration, caching, debugging knobs, errors."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+from compile_support import assert_compiled_matches
+
+
+def run_python(script, env=None, timeout=600):
+    return subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+def test_registered_through_upstream_registries():
+    assert_compiled_matches(lambda x: x + 1, torch.randn(4))  # triggers registration
+    from torch._dynamo.device_interface import get_interface_for_device
+    from torch._inductor.codegen.common import (
+        get_custom_backend_config_for_device,
+        get_device_op_overrides,
+        get_scheduling_for_device,
+        get_wrapper_codegen_for_device,
+    )
+
+    import maia_inductor
+    from maia_inductor.device import MaiaInterface
+    from maia_inductor.scheduling import MaiaScheduling
+    from maia_inductor.wrapper import MaiaWrapperCodegen
+
+    assert get_scheduling_for_device("maia") is MaiaScheduling
+    assert get_wrapper_codegen_for_device("maia") is MaiaWrapperCodegen
+    assert get_interface_for_device("maia") is MaiaInterface
+    assert get_device_op_overrides("maia").synchronize() == "torch.maia.synchronize()"
+    config = get_custom_backend_config_for_device("maia")
+    assert config.compiler_version.startswith("maia-compile ")
+    assert config.target_cpu and len(config.plugin_hash) == 16
+    assert issubclass(MaiaInterface.Stream, torch.Stream)
+    assert issubclass(MaiaInterface.Event, torch.Event)
+    assert MaiaInterface.Worker.get_device_properties(0).multi_processor_count >= 1
+    assert maia_inductor._registered
+
+
+def test_output_code_log_shows_wrapper_and_mlir():
+    result = run_python(
+        "import torch\n"
+        "x = torch.randn(100, device='maia')\n"
+        "torch.compile(lambda x: x.sin() * 2)(x)\n",
+        env={"TORCH_LOGS": "output_code"})
+    assert result.returncode == 0, result.stderr
+    assert "maia_async_compile.kernel(" in result.stderr
+    assert "func.func @maia_poi_fused_mul_sin" in result.stderr
+    assert ".run(maia_pointwise_grid(" in result.stderr
+
+
+def test_dump_dir_receives_mlir_and_binaries(tmp_path):
+    result = run_python(
+        "import torch\n"
+        "x = torch.randn(8, 30, device='maia')\n"
+        "torch.compile(lambda x: x.softmax(-1))(x)\n",
+        env={"MAIA_INDUCTOR_DUMP_DIR": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert any(n.endswith(".mlir") and "softmax" in n for n in names), names
+    assert any(n.endswith(".maiabin") for n in names), names
+
+
+def test_warm_start_hits_the_caches(tmp_path):
+    script = ("import torch\n"
+              "from torch._dynamo.utils import counters\n"
+              "x = torch.randn(64, 64, device='maia')\n"
+              "y = torch.compile(lambda x: (x @ x).relu().sum(-1))(x)\n"
+              "print('HITS', counters['inductor']['fxgraph_cache_hit'])\n")
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}
+    cold = run_python(script, env=env)
+    warm = run_python(script, env=env)
+    assert cold.returncode == 0 and warm.returncode == 0, cold.stderr + warm.stderr
+    assert "HITS 0" in cold.stdout and "HITS 1" in warm.stdout
+    binaries = list((tmp_path / "maia").rglob("*.maiabin"))
+    assert binaries, "kernel binaries are cached under Inductor's cache dir"
+
+
+def test_binary_cache_is_keyed_by_source_and_compiler():
+    from maia_inductor import compiler
+
+    a = compiler.cache_key("func.func @k() { return }", {"opt_level": 2})
+    assert a == compiler.cache_key("func.func @k() { return }", {"opt_level": 2})
+    assert a != compiler.cache_key("func.func @k() { return } ", {"opt_level": 2})
+    assert a != compiler.cache_key("func.func @k() { return }", {"opt_level": 3})
+
+
+def test_compile_error_names_the_group_and_keeps_the_mlir():
+    from maia_inductor.compiler import MaiaCompileError, compile_to_binary
+
+    with pytest.raises(MaiaCompileError, match="fused group maia_poi_broken") as error:
+        compile_to_binary("maia_poi_broken", "func.func @maia_poi_broken( {")
+    kept = str(error.value).split("MLIR kept in ")[1].split(")")[0]
+    assert open(kept).read() == "func.func @maia_poi_broken( {"
+
+
+def test_unsupported_op_fails_naming_it():
+    x = torch.rand(16, device="maia") + 0.5
+    with pytest.raises(Exception, match="zeta"):
+        torch.compile(lambda x: torch.special.zeta(x, x + 1))(x)
+
+
+def test_kernels_launch_on_the_current_stream():
+    # A compiled graph enqueues on the stream it is called on: work on a
+    # side stream is ordered after work already queued there.
+    fn = torch.compile(lambda x: x * 2 + 1)
+    x = torch.randn(1 << 16, device="maia")
+    fn(x)  # compile outside the stream
+    side = torch.maia.Stream()
+    with torch.maia.stream(side):
+        y = fn(x)
+        done = torch.maia.Event()
+        done.record(side)
+    done.synchronize()
+    torch.testing.assert_close(y.cpu(), x.cpu() * 2 + 1)
