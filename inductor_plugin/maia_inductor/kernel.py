@@ -140,8 +140,6 @@ class MaiaKernel(SIMDKernel):
     kexpr = pexpr
     sexpr = pexpr
 
-    _segment_ids = itertools.count()
-
     def __init__(self, tiling: dict[str, sympy.Expr], **kwargs: Any) -> None:
         super().__init__(tiling, **kwargs)
         self.cse = MaiaCSE(self.newvar_prefix, self.suffix)
@@ -153,6 +151,7 @@ class MaiaKernel(SIMDKernel):
         self.row_var = None
         self.segment = 0
         self._slot_ids = itertools.count()
+        self._segment_ids = itertools.count()  # per kernel: equal groups, equal text
         self.origins_comment = ""
         self._first_segment = self.segment = next(self._segment_ids)
         self._begin_vector_loop()
@@ -870,11 +869,18 @@ class MaiaKernel(SIMDKernel):
             wrapper.ensure_size_computed(symbol)
         args = [str(outer) for _, _, outer in self.kernel_arguments()]
         if self.is_reduction_kernel:
-            grid = (f"maia_reduction_grid({pexpr(self._numel('x'))}, "
-                    f"{pexpr(self._numel('r0_'))})")
+            sizes = (self._numel("x"), self._numel("r0_"))
+            grid_fn = "maia_reduction_grid"
         else:
-            inner = self.vector_range(self.vector_tree()).inner
-            grid = f"maia_pointwise_grid({pexpr(self._numel('x'))}, {pexpr(inner)})"
+            sizes = (self._numel("x"), self.vector_range(self.vector_tree()).inner)
+            grid_fn = "maia_pointwise_grid"
+        if all(isinstance(size, (int, sympy.Integer)) for size in sizes):
+            # static shapes: the grid is a constant of the wrapper
+            from . import runtime
+
+            grid = repr(getattr(runtime, grid_fn)(*(int(size) for size in sizes)))
+        else:
+            grid = f"{grid_fn}({', '.join(pexpr(size) for size in sizes)})"
         wrapper.writeline(f"{name}.run({grid}, {', '.join(args)})")
 
 
