@@ -102,7 +102,10 @@ class MaiaCSE(CSE):
             var.mdtype = expr.dtype
             var.vec = expr.vec
             if var.dtype is None:  # what Inductor's dtype checks read
-                var.dtype = expr.dtype if isinstance(expr.dtype, torch.dtype) else torch.int64
+                if isinstance(expr.dtype, torch.dtype):
+                    var.dtype = expr.dtype
+                else:  # index values, or narrow f32 vectors of lane merges
+                    var.dtype = torch.int64 if expr.dtype == "index" else torch.float32
             var.scope = V.kernel.scope_of(buffer)
         return var
 

@@ -24,16 +24,18 @@ def _k():
 
 
 def _value(x, like=None):
-    """An operand as a typed value (Python numbers become constants)."""
-    if isinstance(x, (bool, int, float)):
-        if isinstance(x, bool):
-            dtype = torch.bool
-        elif like is not None and like.mdtype not in ("index",):
-            dtype = like.mdtype if not isinstance(x, float) or mt.is_float(like.mdtype) else torch.float32
-        else:
-            dtype = torch.float32 if isinstance(x, float) else torch.int64
-        return _k().constant(x, dtype)
-    return x
+    """An operand as a typed value: Python numbers become constants, of the
+    other operand's dtype where that keeps their meaning."""
+    if not isinstance(x, (bool, int, float)):
+        return x
+    if isinstance(x, bool):
+        dtype = torch.bool
+    elif like is not None and like.mdtype != "index" and (
+            mt.is_float(like.mdtype) or not isinstance(x, float)):
+        dtype = like.mdtype
+    else:
+        dtype = torch.float32 if isinstance(x, float) else torch.int64
+    return _k().constant(x, dtype)
 
 
 def _promote(a, b):

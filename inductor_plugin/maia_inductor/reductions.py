@@ -171,9 +171,9 @@ def _welford(k, values):
 
 
 def _slice(k, buffer, value, offset, size, width):
-    return _Raw(k.emit(buffer, f"vector.extract_strided_slice {value} {{offsets = [{offset}], "
-                       f"sizes = [{size}], strides = [1]}} : vector<{width}xf32> to "
-                       f"vector<{size}xf32>", _Width(size), True))
+    return k.emit(buffer, f"vector.extract_strided_slice {value} {{offsets = [{offset}], "
+                  f"sizes = [{size}], strides = [1]}} : vector<{width}xf32> to "
+                  f"vector<{size}xf32>", _Width(size), True)
 
 
 class _Width:
@@ -181,10 +181,6 @@ class _Width:
 
     def __init__(self, width):
         self.width = width
-
-
-def _Raw(value):
-    return value
 
 
 def _welford_merge(k, buffer, a, b, width):
