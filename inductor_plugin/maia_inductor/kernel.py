@@ -206,6 +206,14 @@ class MaiaKernel(SIMDKernel):
         buffer.writeline(f"{var} = {text}")
         return var
 
+    def emit_pair(self, buffer, text: str, dtype, vec: bool):
+        """An operation with two results (e.g. arith.mului_extended)."""
+        first, second = self.cse.newvar(), self.cse.newvar()
+        for var in (first, second):
+            var.mdtype, var.vec, var.scope = dtype, vec, self.scope_of(buffer)
+        buffer.writeline(f"{first}, {second} = {text}")
+        return first, second
+
     def constant(self, value, dtype, vec: bool = False):
         ty = self.mlir_type(dtype, vec)
         lit = "0" if dtype == "index" and value == 0 else (

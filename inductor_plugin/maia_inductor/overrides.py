@@ -160,6 +160,25 @@ class MaiaOverrides(OpOverrides):
         return k.select(k.compute, combined, result, k.constant(other, result.mdtype))
 
     @staticmethod
+    def rand(seed, offset):
+        from . import random_ops
+
+        return random_ops.rand(_k(), _value(seed), _value(offset))
+
+    @staticmethod
+    def randn(seed, offset):
+        from . import random_ops
+
+        return random_ops.randn(_k(), _value(seed), _value(offset))
+
+    @staticmethod
+    def randint64(seed, offset, low, high):
+        from . import random_ops
+
+        return random_ops.randint64(_k(), _value(seed), _value(offset), _value(low),
+                                    _value(high))
+
+    @staticmethod
     def where(cond, a, b):
         a, b = _promote(a, b)
         return _k().select(_k().compute, _as_bool(cond), a, b)
