@@ -159,6 +159,9 @@ class MaiaKernel(SIMDKernel):
         self._first_segment = self.segment = next(self._segment_ids)
         self._begin_vector_loop()
         self.x_var = _Arg("%x", "index")
+        # Reductions over a non-contiguous dimension (sum over rows, bias
+        # gradients, batch norm) put the lanes on x instead: see finalize_indexing.
+        self.outer_reduction = False
 
     # ----------------------------------------------------------------- basics
     def create_cse_var(self, *args, **kwargs):
@@ -168,9 +171,15 @@ class MaiaKernel(SIMDKernel):
     def is_reduction_kernel(self) -> bool:
         return self.features.is_reduction()
 
+    @property
+    def lanes_over_x(self) -> bool:
+        """Whether the lanes walk x (pointwise kernels, outer reductions) or
+        the reduction range (inner reductions)."""
+        return not self.is_reduction_kernel or self.outer_reduction
+
     def vector_context(self) -> bool:
         """Whether values computed now are per lane (vectors)."""
-        return not self.is_reduction_kernel or self.inside_reduction
+        return self.lanes_over_x or self.inside_reduction
 
     def scope_of(self, buffer) -> str:
         if buffer is self.prologue:
@@ -346,17 +355,46 @@ class MaiaKernel(SIMDKernel):
         return self.vector_ranges[tree.prefix]
 
     def vector_tree(self):
-        prefix = "r0_" if self.is_reduction_kernel else "x"
+        prefix = "x" if self.lanes_over_x else "r0_"
         return next(t for t in self.range_trees if t.prefix == prefix)
+
+    def scalar_tree(self):
+        """The range walked one index at a time (reduction kernels)."""
+        prefix = "r0_" if self.lanes_over_x else "x"
+        return next(t for t in self.range_trees if t.prefix == prefix)
+
+    def scalar_var(self):
+        return self.r_var if self.lanes_over_x else self.x_var
 
     def x_tree(self):
         return next(t for t in self.range_trees if t.prefix == "x")
 
     def finalize_indexing(self, indices) -> None:
-        # Every entry exists now: freeze the row split before any code uses it.
+        # Every entry exists now: choose the lanes' range and freeze its row
+        # split before any code uses it.
+        if self.is_reduction_kernel:
+            self.outer_reduction = self._prefers_outer_lanes(indices)
         for tree in self.range_trees:
             if tree.prefix in ("x", "r0_"):
                 self.vector_range(tree)
+
+    def _prefers_outer_lanes(self, indices) -> bool:
+        """Vote over the accesses inside the reduction: contiguous along the
+        reduction (inner lanes) or only along x (outer lanes)."""
+        def innermost(prefix):
+            return [e.symbol() for e in self.range_tree_nodes.values()
+                    if e.root.prefix == prefix and e.divisor == 1]
+
+        r_vars, x_vars = innermost("r0_"), innermost("x")
+        inner = outer = 0
+        for index in indices:
+            if not any(v in index.free_symbols for v in r_vars):
+                continue  # stores of results: x only
+            if any(_stride(index, v) == 1 for v in r_vars):
+                inner += 1
+            elif any(_stride(index, v) == 1 for v in x_vars):
+                outer += 1
+        return outer > inner
 
     def _symbol_value(self, symbol, buffer, lane_vector):
         """The SSA value of a symbol of an index expression."""
@@ -372,17 +410,15 @@ class MaiaKernel(SIMDKernel):
         entry = self.range_tree_nodes.get(symbol)
         if entry is not None:
             return self._entry_value(entry, buffer, lane_vector)
-        if name == self.x_tree().name:
-            return self.x_var
+        if name == self.scalar_tree().name:
+            return self.scalar_var()
         if name in self.args.sizevars.values():
             return _Arg(f"%{name}", "index")
         raise NotImplementedError(f"maia: unknown symbol {name} in an index expression")
 
     def _entry_value(self, entry, buffer, lane_vector):
-        if entry.root.prefix == "x" and self.is_reduction_kernel:
-            root = sympy_index_symbol(entry.root.name)
-            expr = entry.expr.subs(root, sympy_index_symbol(self.x_tree().name))
-            return self._emitter(buffer, lane_vector).emit(self._renamed(expr))
+        if self.is_reduction_kernel and entry.root is self.scalar_tree():
+            return self._emitter(buffer, lane_vector).emit(self._renamed(entry.expr))
         expr = self._lane_substituted(sympy_index_symbol(entry.name))
         return self._emitter(buffer, lane_vector).emit(self._renamed(expr))
 
@@ -570,10 +606,12 @@ class MaiaKernel(SIMDKernel):
         return self.convert(value, dtype, buffer)
 
     def store(self, name: str, index: sympy.Expr, value, mode=None) -> None:
+        # see load(): the store stays in program order
+        self._store_lanes(name, self.prepare_indexing(index), value, self.compute, mode)
+
+    def _store_lanes(self, name, index, value, buffer, mode=None) -> None:
         var = f"%{self.args.output(name)}"
         dtype = V.graph.get_dtype(name)
-        buffer = self.compute  # see load()
-        index = self.prepare_indexing(index)
         value = self.to_context(value, buffer)
         stored = self._to_storage(value, dtype, buffer)
         mem_ty = self.memref_type(name)
@@ -629,6 +667,9 @@ class MaiaKernel(SIMDKernel):
             buffer.writeline(DeferredLine(name, line))
 
     def store_reduction(self, name: str, index: sympy.Expr, value) -> None:
+        if self.outer_reduction:  # one result per lane: a vector store after the loop
+            self._store_lanes(name, self.prepare_indexing(index), value, self.stores)
+            return
         var = f"%{self.args.output(name)}"
         dtype = V.graph.get_dtype(name)
         index = self.prepare_indexing(index)
@@ -684,6 +725,13 @@ class MaiaKernel(SIMDKernel):
         buffer.writeline("}")
 
     # -------------------------------------------------------------- reduction
+    def reduction_position(self, buffer):
+        """The linear index in the reduction range of what the lanes hold now."""
+        if self.outer_reduction:
+            return self.r_var
+        vrange = self.vector_range(self.vector_tree())
+        return self._emitter(buffer).emit(self._renamed(ROW * vrange.inner + LANE))
+
     def _slot(self, dtype, vec=True):
         ty = self.mlir_type(dtype, vec)
         slot = f"%acc{next(self._slot_ids)}"
@@ -734,10 +782,15 @@ class MaiaKernel(SIMDKernel):
         self.cse._cache.update(getattr(self.cse, "after_loop_cache", {}))
         self.cse.after_loop_cache = {}
         self.segment = next(self._segment_ids)
-        self._begin_vector_loop()
+        if self.outer_reduction:
+            # the lanes' loop encloses every reduction loop: only r is new
+            self.r_var = _Arg(f"%r{self.segment}", "index")
+        else:
+            self._begin_vector_loop()
 
     def _begin_vector_loop(self):
         n = self.segment
+        self.r_var = _Arg(f"%r{n}", "index")
         self.row_var = _Arg(f"%row{n}", "index")
         self.lane_start = _Arg(f"%lane{n}", "index")
         self.lane_mask = _Arg(f"%mask{n}", torch.bool, vec=True)
@@ -762,6 +815,15 @@ class MaiaKernel(SIMDKernel):
 
     def _codegen_reduction_segment(self):
         self.body.splice(self.segment_init)
+        if self.outer_reduction:
+            c0, c1 = self.index_constant(0), self.index_constant(1)
+            self.body.writeline(f"scf.for {self.r_var} = {c0} to %r_count step {c1} {{")
+            with self.body.indent():
+                self.body.splice(self.loads)
+                self.body.splice(self.compute)
+            self.body.writeline("}")
+            self.body.splice(self.stores)
+            return
         c0 = self.index_constant(0)
         self._loop_header(self.body, "r0_", c0, "%r_inner", c0, "%r_rows")
         self.body.splice(self.loads)
@@ -782,11 +844,11 @@ class MaiaKernel(SIMDKernel):
         if self.origins_comment:
             code.writeline(self.origins_comment)
         code.writeline(f"func.func @{name}({signature}) attributes {{maia.kernel, "
-                       f"maia.grid_rank = {1 if self.is_reduction_kernel else 2}}} {{")
+                       f"maia.grid_rank = {2 if self.lanes_over_x else 1}}} {{")
         with code.indent():
             code.splice(self.prologue)
             code.splice(header)
-            if self.is_reduction_kernel:
+            if not self.lanes_over_x:
                 code.writeline(f"scf.for {self.x_var} = %x_start to %x_stop step "
                                f"{self.index_constant(1)} {{")
                 with code.indent():
@@ -814,7 +876,7 @@ class MaiaKernel(SIMDKernel):
         def value(expr):
             return emitter.emit(self._renamed(sympy.sympify(expr)))
 
-        if self.is_reduction_kernel:
+        if not self.lanes_over_x:
             xnumel = value(self._numel("x"))
             rnumel = value(self._numel("r0_"))
             inner = value(self.vector_range(self.vector_tree()).inner)
@@ -854,6 +916,9 @@ class MaiaKernel(SIMDKernel):
                 "%x_chunk_hi = arith.addi %x_chunk_start, %x_chunk : index",
                 f"%x_chunk_stop = arith.minsi %x_chunk_hi, {inner} : index",
             ]
+            if self.is_reduction_kernel:
+                rnumel = value(self._numel("r0_"))
+                lines.append(f"%r_count = arith.addi {rnumel}, {self.index_constant(0)} : index")
         for line in lines:
             code.writeline(line)
 
@@ -879,7 +944,11 @@ class MaiaKernel(SIMDKernel):
         for symbol in self.args.sizevars:
             wrapper.ensure_size_computed(symbol)
         args = [str(outer) for _, _, outer in self.kernel_arguments()]
-        if self.is_reduction_kernel:
+        if self.outer_reduction:
+            sizes = (self._numel("x"), self.vector_range(self.vector_tree()).inner,
+                     self._numel("r0_"))
+            grid_fn = "maia_pointwise_grid"
+        elif self.is_reduction_kernel:
             sizes = (self._numel("x"), self._numel("r0_"))
             grid_fn = "maia_reduction_grid"
         else:
@@ -910,3 +979,12 @@ class _Arg(str):
 def _storage_dtype(dtype):
     return torch.int8 if dtype in (torch.bool,) else (
         torch.uint8 if dtype == torch.uint8 else dtype)
+
+
+def _stride(index: sympy.Expr, symbol: sympy.Symbol):
+    """The coefficient of symbol in index if index is affine in it, else None."""
+    expanded = sympy.expand(index)
+    coefficient = expanded.coeff(symbol)
+    if symbol in (expanded - coefficient * symbol).free_symbols:
+        return None
+    return coefficient

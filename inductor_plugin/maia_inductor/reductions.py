@@ -81,13 +81,13 @@ def emit_reduction(k, dtype, src_dtype, reduction_type, value):
     kept = k.select(k.compute, k.lane_mask, combined, acc)
     k.compute.writeline(f"memref.store {kept}, {slot}[] : memref<{ty}>")
     final = k._slot_load(k.stores, slot, ty, acc_dtype)
+    if k.outer_reduction:
+        return final  # one reduction per lane
     return k.emit(k.stores, f"vector.reduction <{_lane_kind(reduction_type, acc_dtype)}>, "
                   f"{final} : {ty} into {mt.element_type(acc_dtype)}", acc_dtype, False)
 
 
 def _arg_reduction(k, reduction_type, value):
-    from .kernel import LANE, ROW
-
     value = k.to_context(value)
     dtype = value.mdtype
     is_max = reduction_type == "argmax"
@@ -111,16 +111,16 @@ def _arg_reduction(k, reduction_type, value):
         pred = ("ugt" if unsigned else "sgt") if is_max else ("ult" if unsigned else "slt")
         take = k.compare(c, pred, value, acc_v)
     take = k.logical(c, "arith.andi", take, k.lane_mask)
-    vrange = k.vector_range(k.vector_tree())
-    position = k._emitter(c).emit(k._renamed(ROW * vrange.inner + LANE))
-    position = k.convert(position, torch.int64)
+    position = k.convert(k.reduction_position(c), torch.int64)
     new_v = k.select(c, take, value, acc_v)
     new_i = k.select(c, take, position, acc_i)
     c.writeline(f"memref.store {new_v}, {vslot}[] : memref<{vty}>")
     c.writeline(f"memref.store {new_i}, {islot}[] : memref<{ity}>")
     s = k.stores
-    final_v = k._slot_load(s, vslot, vty, dtype)
     final_i = k._slot_load(s, islot, ity, torch.int64)
+    if k.outer_reduction:
+        return final_i  # each lane found its own
+    final_v = k._slot_load(s, vslot, vty, dtype)
     kind = _lane_kind("max" if is_max else "min", dtype)
     best = k.emit(s, f"vector.reduction <{kind}>, {final_v} : {vty} into "
                   f"{mt.element_type(dtype)}", dtype, False)
@@ -159,6 +159,8 @@ def _welford(k, values):
         c.writeline(f"memref.store {kept}, {slot}[] : memref<{ty}>")
     s = k.stores
     lanes = [k._slot_load(s, slot, ty, f32) for slot, ty in slots]
+    if k.outer_reduction:
+        return tuple(lanes)  # one (mean, m2, weight) per lane
     width = VL
     while width > 1:
         half = width // 2

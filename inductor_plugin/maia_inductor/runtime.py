@@ -39,12 +39,14 @@ class MaiaCompiledKernel:
         return f"<maia compiled kernel {self.name} ({self.path})>"
 
 
-def maia_pointwise_grid(numel: int, inner: int):
-    """(row programs, chunk programs) for a pointwise kernel."""
+def maia_pointwise_grid(numel: int, inner: int, reduction_numel: int = 1):
+    """(row programs, chunk programs) for a kernel whose lanes walk x: a
+    pointwise kernel, or an outer reduction (reduction_numel per element)."""
     if numel <= 0:
         return (0, 1)
     inner = max(inner, 1)
-    programs = min(MAX_PROGRAMS, max(1, numel // ELEMENTS_PER_PROGRAM))
+    work = numel * max(reduction_numel, 1)
+    programs = min(MAX_PROGRAMS, max(1, work // ELEMENTS_PER_PROGRAM))
     rows = numel // inner
     row_programs = max(1, min(rows, programs))
     chunk_programs = max(1, min(programs // row_programs, -(-inner // VL)))
