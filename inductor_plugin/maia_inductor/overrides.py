@@ -325,30 +325,7 @@ class MaiaOverrides(OpOverrides):
         return MaiaOverrides.truediv(one, MaiaOverrides.add(one, MaiaOverrides.exp(
             MaiaOverrides.neg(x))))
 
-    # ------------------------------------------------------ comparisons
-    @staticmethod
-    def eq(a, b):
-        return _compare(a, b, "oeq", "eq", "eq")
-
-    @staticmethod
-    def ne(a, b):
-        return _compare(a, b, "une", "ne", "ne")
-
-    @staticmethod
-    def lt(a, b):
-        return _compare(a, b, "olt", "slt", "ult")
-
-    @staticmethod
-    def le(a, b):
-        return _compare(a, b, "ole", "sle", "ule")
-
-    @staticmethod
-    def gt(a, b):
-        return _compare(a, b, "ogt", "sgt", "ugt")
-
-    @staticmethod
-    def ge(a, b):
-        return _compare(a, b, "oge", "sge", "uge")
+    # Comparisons, and the logical and bitwise binaries: see _install_tables.
 
     @staticmethod
     def isnan(x):
@@ -378,47 +355,15 @@ class MaiaOverrides(OpOverrides):
 
     # --------------------------------------------------- logical/bitwise
     @staticmethod
-    def logical_and(a, b):
-        return _k().logical(_k().compute, "arith.andi", _as_bool(a), _as_bool(b))
-
-    @staticmethod
-    def logical_or(a, b):
-        return _k().logical(_k().compute, "arith.ori", _as_bool(a), _as_bool(b))
-
-    @staticmethod
-    def logical_xor(a, b):
-        return _k().logical(_k().compute, "arith.xori", _as_bool(a), _as_bool(b))
-
-    @staticmethod
     def logical_not(a):
         a = _as_bool(a)
         return _k().logical(_k().compute, "arith.xori", a, _true_like(a))
-
-    @staticmethod
-    def bitwise_and(a, b):
-        return _binary(a, b, None, "arith.andi")
-
-    @staticmethod
-    def bitwise_or(a, b):
-        return _binary(a, b, None, "arith.ori")
-
-    @staticmethod
-    def bitwise_xor(a, b):
-        return _binary(a, b, None, "arith.xori")
 
     @staticmethod
     def bitwise_not(a):
         a = _value(a)
         ones = _k().constant(True if a.mdtype == torch.bool else -1, a.mdtype)
         return _k().logical(_k().compute, "arith.xori", a, ones)
-
-    @staticmethod
-    def bitwise_left_shift(a, b):
-        return _binary(a, b, None, "arith.shli")
-
-    @staticmethod
-    def bitwise_right_shift(a, b):
-        return _binary(a, b, None, "arith.shrsi", "arith.shrui")
 
 
 def _install_float_unaries():
@@ -457,6 +402,33 @@ def _install_float_unaries():
 _install_float_unaries()
 
 
+# name: (float predicate, signed predicate, unsigned predicate)
+_COMPARISONS = {
+    "eq": ("oeq", "eq", "eq"), "ne": ("une", "ne", "ne"),
+    "lt": ("olt", "slt", "ult"), "le": ("ole", "sle", "ule"),
+    "gt": ("ogt", "sgt", "ugt"), "ge": ("oge", "sge", "uge"),
+}
+# name: (signed op, unsigned op); integers and bools only
+_BITWISE = {
+    "bitwise_and": ("arith.andi", None), "bitwise_or": ("arith.ori", None),
+    "bitwise_xor": ("arith.xori", None), "bitwise_left_shift": ("arith.shli", None),
+    "bitwise_right_shift": ("arith.shrsi", "arith.shrui"),
+}
+_LOGICAL = {"logical_and": "arith.andi", "logical_or": "arith.ori", "logical_xor": "arith.xori"}
+
+
+def _install_tables():
+    for name, predicates in _COMPARISONS.items():
+        setattr(MaiaOverrides, name, staticmethod(
+            lambda a, b, _p=predicates: _compare(a, b, *_p)))
+    for name, (op, unsigned_op) in _BITWISE.items():
+        setattr(MaiaOverrides, name, staticmethod(
+            lambda a, b, _op=op, _u=unsigned_op: _binary(a, b, None, _op, _u)))
+    for name, op in _LOGICAL.items():
+        setattr(MaiaOverrides, name, staticmethod(
+            lambda a, b, _op=op: _k().logical(_k().compute, _op, _as_bool(a), _as_bool(b))))
+
+
 def _alias_sympy_names():
     # Decompositions also use the operator-style names.
     for alias, name in (("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift"),
@@ -480,5 +452,6 @@ def _name_unimplemented():
         setattr(MaiaOverrides, name, OpOverrides._unimplemented(name))
 
 
+_install_tables()
 _alias_sympy_names()
 _name_unimplemented()
