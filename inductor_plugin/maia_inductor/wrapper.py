@@ -29,6 +29,24 @@ class _MaiaWrapperMixin:
             strip=True,
         )
         self.header.writeline("maia_async_compile = MaiaAsyncCompile()")
+        self.header.writeline("from torch_maia._C import _empty_strided as empty_strided_maia")
+
+    def make_allocation(self, name, device, dtype, shape, stride, allocation_shape=None,
+                        is_pinned=False):
+        if device.type != "maia":
+            return super().make_allocation(name, device, dtype, shape, stride,
+                                           allocation_shape, is_pinned)
+        # On the buffer's own maia device (the generic path would use the
+        # current one), without Python argument parsing.
+        allocation_shape = shape if allocation_shape is None else allocation_shape
+        shape_tuple = self.codegen_python_shape_tuple(shape)
+        allocation_tuple = self.codegen_python_shape_tuple(allocation_shape)
+        stride_tuple = self.codegen_python_shape_tuple(stride)
+        index = 0 if device.index is None else device.index
+        line = f"{name} = empty_strided_maia({allocation_tuple}, {stride_tuple}, {dtype}, {index})"
+        if shape_tuple != allocation_tuple:
+            line += f".as_strided({shape_tuple}, {stride_tuple})"
+        return line
 
     def write_async_compile_wait(self) -> None:
         super().write_async_compile_wait()

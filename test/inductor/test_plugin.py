@@ -118,3 +118,15 @@ def test_kernels_launch_on_the_current_stream():
         done.record(side)
     done.synchronize()
     torch.testing.assert_close(y.cpu(), x.cpu() * 2 + 1)
+
+
+@pytest.mark.skipif(torch.maia.device_count() < 2, reason="needs two maia devices")
+def test_graph_on_the_second_device_stays_there():
+    x = torch.randn(100, 30, device="maia:1")
+    linear = torch.nn.Linear(30, 5).to("maia:1")
+    fn = torch.compile(lambda x: linear((x.exp() + 1) * 2).softmax(-1))
+    y = fn(x)
+    assert y.device == torch.device("maia:1")
+    expected = torch.nn.functional.linear((x.cpu().exp() + 1) * 2, linear.weight.cpu(),
+                                          linear.bias.cpu()).softmax(-1)
+    torch.testing.assert_close(y.cpu(), expected, atol=1e-5, rtol=1e-5)

@@ -2,6 +2,8 @@
 // libmaia_torch.so, whose static initializers register the device guard,
 // allocators, hooks, generator and operators with PyTorch.
 #include <ATen/Context.h>
+#include <ATen/ops/empty_strided.h>
+#include <torch/csrc/Dtype.h>
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
@@ -58,7 +60,8 @@ void launchCompiled(const CompiledKernel& kernel, py::tuple grid, py::args args)
       const at::Tensor& tensor = THPVariable_Unpack(arg);
       driver_args.push_back(kernel.tensorArg(index, tensor));
       TORCH_CHECK(device < 0 || device == tensor.device().index(), "arguments of kernel '",
-                  kernel.name(), "' are on maia:", device, " and ", tensor.device());
+                  kernel.name(), "' are on maia:", static_cast<int>(device), " and ",
+                  tensor.device());
       device = tensor.device().index();
     } else if (PyLong_Check(arg)) {
       driver_args.push_back(kernel.intArg(index, py::cast<int64_t>(args[i])));
@@ -112,6 +115,16 @@ PYBIND11_MODULE(_C, m) {
       .def("metadata", &UserModule::metadata)
       .def("kernel_names", &UserModule::kernelNames)
       .def("launch", &UserModule::launch, py::arg("name"), py::arg("grid"), py::arg("args"));
+  // Buffers of compiled graphs: no Python argument parsing on the way.
+  m.def("_empty_strided", [](const std::vector<int64_t>& size, const std::vector<int64_t>& stride,
+                             py::handle dtype, int device) {
+    TORCH_CHECK(THPDtype_Check(dtype.ptr()), "dtype must be a torch.dtype");
+    auto options = at::TensorOptions()
+                       .dtype(reinterpret_cast<THPDtype*>(dtype.ptr())->scalar_type)
+                       .device(c10::Device(c10::DeviceType::PrivateUse1,
+                                           static_cast<c10::DeviceIndex>(device)));
+    return at::empty_strided(size, stride, options);
+  });
   py::class_<CompiledKernel, std::shared_ptr<CompiledKernel>>(m, "_CompiledKernel")
       .def(py::init<std::shared_ptr<UserModule>, const std::string&>())
       .def_property_readonly("name", &CompiledKernel::name)
