@@ -15,7 +15,6 @@ namespace {
 
 using at::Tensor;
 
-Tensor toHost(const Tensor& t) { return t.defined() ? t.cpu() : t; }
 Tensor toDeviceOf(const Tensor& t, const Tensor& like) {
   return t.defined() ? t.to(like.device()) : t;
 }
