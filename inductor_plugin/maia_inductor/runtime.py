@@ -13,8 +13,10 @@ import torch
 from .mlir_types import VL
 
 # Programs are the driver's unit of parallelism: enough for the cores to
-# balance, few enough that each one amortizes its dispatch.
+# balance, few enough that each one amortizes its dispatch. Reductions do
+# more work per element (Welford, exp), so they split sooner.
 ELEMENTS_PER_PROGRAM = 32768
+REDUCTION_ELEMENTS_PER_PROGRAM = 8192
 MAX_PROGRAMS = 32
 
 
@@ -46,7 +48,8 @@ def maia_pointwise_grid(numel: int, inner: int, reduction_numel: int = 1):
         return (0, 1)
     inner = max(inner, 1)
     work = numel * max(reduction_numel, 1)
-    programs = min(MAX_PROGRAMS, max(1, work // ELEMENTS_PER_PROGRAM))
+    per_program = ELEMENTS_PER_PROGRAM if reduction_numel == 1 else REDUCTION_ELEMENTS_PER_PROGRAM
+    programs = min(MAX_PROGRAMS, max(1, work // per_program))
     rows = numel // inner
     row_programs = max(1, min(rows, programs))
     chunk_programs = max(1, min(programs // row_programs, -(-inner // VL)))
@@ -57,7 +60,7 @@ def maia_reduction_grid(xnumel: int, rnumel: int):
     if xnumel <= 0:
         return (0,)
     work = xnumel * max(rnumel, 1)
-    return (max(1, min(xnumel, MAX_PROGRAMS, work // ELEMENTS_PER_PROGRAM)),)
+    return (max(1, min(xnumel, MAX_PROGRAMS, work // REDUCTION_ELEMENTS_PER_PROGRAM)),)
 
 
 def get_raw_stream(device_index: int) -> int:
