@@ -36,9 +36,7 @@ def compare(name, dtype):
 def test_zoo_float32(name):
     torch.maia.reset_fallback_counts()
     compare(name, torch.float32)
-    # Convolution is an extern call into the eager maia kernel, which still
-    # computes on the host (issue 5); nothing else may leave the device.
-    assert set(torch.maia.fallback_counts()) <= {"aten::convolution_overrideable"}
+    assert torch.maia.fallback_counts() == {}
 
 
 @pytest.mark.parametrize("name", ["mlp", "gpt2_block", "bert_layer", "rmsnorm_mlp"])

@@ -1,11 +1,20 @@
 // Convolution on maia. PyTorch routes convolutions of a backend without a
-// native convolution to convolution_overrideable, whose default kernel
-// raises instead of reaching the boxed fallback; these kernels compute it
-// on the host explicitly (counted and warned like any fallback) until the
-// device has convolution kernels.
+// native convolution to convolution_overrideable (its default kernel raises
+// instead of reaching the boxed fallback).
+//
+// 1-D and 2-D convolutions (any stride, padding, dilation, groups) run on the
+// device as im2col + GEMM, built from native maia operators: one strided
+// copy per kernel tap gathers the columns, the GEMM kernel multiplies, and
+// the backward scatters the column gradient back with one strided add per
+// tap. Transposed and 3-D convolutions compute on the host, counted and
+// warned like any fallback.
 #include <ATen/native/ConvUtils.h>
+#include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include "ops/Fallback.h"
@@ -19,19 +28,152 @@ Tensor toDeviceOf(const Tensor& t, const Tensor& like) {
   return t.defined() ? t.to(like.device()) : t;
 }
 
+// The layout PyTorch's fake kernel promises for this device's backend
+// (compiled graphs assert it).
+at::MemoryFormat outputFormat(const Tensor& input, const Tensor& weight) {
+  return at::native::_determine_backend_memory_format(input, weight,
+                                                      at::native::ConvBackend::Overrideable);
+}
+
+/// A 2-D convolution problem (1-D ones are 2-D with a height of 1).
+struct Conv2d {
+  int64_t n, c, h, w;        // input
+  int64_t o, kh, kw;         // weight (o output channels)
+  int64_t sh, sw, ph, pw, dh, dw, groups;
+  int64_t oh, ow;            // output
+
+  Conv2d(const Tensor& input, const Tensor& weight, c10::IntArrayRef stride,
+         c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups_)
+      : n(input.size(0)), c(input.size(1)), h(input.size(2)), w(input.size(3)),
+        o(weight.size(0)), kh(weight.size(2)), kw(weight.size(3)),
+        sh(stride[0]), sw(stride[1]), ph(padding[0]), pw(padding[1]),
+        dh(dilation[0]), dw(dilation[1]), groups(groups_) {
+    oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1;
+    ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
+  }
+  int64_t groupInputs() const { return c / groups; }
+  int64_t groupOutputs() const { return o / groups; }
+  int64_t taps() const { return kh * kw; }
+  int64_t columns() const { return n * oh * ow; }
+
+  /// The input positions kernel tap (i, j) reads, as a view [N, C, OH, OW]
+  /// of the padded input.
+  Tensor tapView(const Tensor& padded, int64_t i, int64_t j) const {
+    return padded.as_strided(
+        {padded.size(0), padded.size(1), oh, ow},
+        {padded.stride(0), padded.stride(1), padded.stride(2) * sh, padded.stride(3) * sw},
+        padded.storage_offset() + i * dh * padded.stride(2) + j * dw * padded.stride(3));
+  }
+
+  /// cols[(c * KH + i) * KW + j, (n * OH + y) * OW + x] = padded[n, c, y*sh + i*dh, x*sw + j*dw]
+  Tensor im2col(const Tensor& padded) const {
+    int64_t channels = padded.size(1);
+    Tensor cols = at::empty({channels, kh, kw, n, oh, ow}, padded.options());
+    for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t j = 0; j < kw; ++j) {
+        cols.select(1, i).select(1, j).copy_(tapView(padded, i, j).permute({1, 0, 2, 3}));
+      }
+    }
+    return cols.view({channels * kh * kw, columns()});
+  }
+
+  /// The adjoint of im2col: adds the columns back onto a padded gradient.
+  void col2imAdd(const Tensor& cols, const Tensor& padded_grad) const {
+    int64_t channels = padded_grad.size(1);
+    Tensor taps = cols.view({channels, kh, kw, n, oh, ow});
+    for (int64_t i = 0; i < kh; ++i) {
+      for (int64_t j = 0; j < kw; ++j) {
+        tapView(padded_grad, i, j).add_(taps.select(1, i).select(1, j).permute({1, 0, 2, 3}));
+      }
+    }
+  }
+
+  Tensor pad(const Tensor& input) const {
+    return ph == 0 && pw == 0 ? input : at::constant_pad_nd(input, {pw, pw, ph, ph}, 0);
+  }
+};
+
+bool runsOnDevice(const Tensor& input, bool transposed) {
+  return !transposed && (input.dim() == 3 || input.dim() == 4);
+}
+
+// 1-D convolutions as 2-D ones of height 1.
+Tensor as2d(const Tensor& t) { return t.dim() == 3 ? t.unsqueeze(2) : t; }
+std::vector<int64_t> params2d(c10::IntArrayRef values, int64_t fill) {
+  return values.size() == 1 ? std::vector<int64_t>{fill, values[0]} : values.vec();
+}
+
+Tensor deviceConvolution(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                         c10::IntArrayRef stride, c10::IntArrayRef padding,
+                         c10::IntArrayRef dilation, int64_t groups) {
+  bool one_d = input.dim() == 3;
+  Tensor x = as2d(input), wt = as2d(weight);
+  Conv2d conv(x, wt, params2d(stride, 1), params2d(padding, 0), params2d(dilation, 1), groups);
+  Tensor padded = conv.pad(x);
+  Tensor out = at::empty({conv.o, conv.n, conv.oh, conv.ow}, input.options());
+  int64_t cg = conv.groupInputs(), og = conv.groupOutputs();
+  for (int64_t g = 0; g < groups; ++g) {
+    Tensor cols = conv.im2col(padded.narrow(1, g * cg, cg));
+    Tensor kernel = wt.narrow(0, g * og, og).reshape({og, cg * conv.taps()});
+    out.narrow(0, g * og, og).view({og, conv.columns()}).copy_(kernel.mm(cols));
+  }
+  if (bias.defined()) out.add_(bias.view({conv.o, 1, 1, 1}));
+  Tensor result = out.permute({1, 0, 2, 3});
+  if (one_d) result = result.squeeze(2);
+  return result.contiguous(outputFormat(input, weight));
+}
+
+std::tuple<Tensor, Tensor, Tensor> deviceConvolutionBackward(
+    const Tensor& grad_output, const Tensor& input, const Tensor& weight,
+    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
+    int64_t groups, std::array<bool, 3> output_mask) {
+  Tensor x = as2d(input), wt = as2d(weight), gy = as2d(grad_output);
+  Conv2d conv(x, wt, params2d(stride, 1), params2d(padding, 0), params2d(dilation, 1), groups);
+  int64_t cg = conv.groupInputs(), og = conv.groupOutputs();
+  // [O, N * OH * OW], the layout of the forward GEMM's result
+  Tensor grad_columns = gy.permute({1, 0, 2, 3}).reshape({conv.o, conv.columns()});
+  Tensor grad_input, grad_weight, grad_bias;
+  Tensor padded = output_mask[1] ? conv.pad(x) : Tensor();
+  Tensor padded_grad;
+  if (output_mask[0]) {
+    padded_grad = at::zeros({conv.n, conv.c, conv.h + 2 * conv.ph, conv.w + 2 * conv.pw},
+                            input.options());
+  }
+  if (output_mask[1]) grad_weight = at::empty_like(wt, at::MemoryFormat::Contiguous);
+  for (int64_t g = 0; g < groups; ++g) {
+    Tensor gy_g = grad_columns.narrow(0, g * og, og);
+    Tensor kernel = wt.narrow(0, g * og, og).reshape({og, cg * conv.taps()});
+    if (output_mask[0]) {
+      conv.col2imAdd(kernel.t().mm(gy_g), padded_grad.narrow(1, g * cg, cg));
+    }
+    if (output_mask[1]) {
+      Tensor cols = conv.im2col(padded.narrow(1, g * cg, cg));
+      grad_weight.narrow(0, g * og, og).view({og, cg * conv.taps()}).copy_(gy_g.mm(cols.t()));
+    }
+  }
+  if (output_mask[0]) {
+    grad_input = padded_grad.narrow(2, conv.ph, conv.h).narrow(3, conv.pw, conv.w);
+    if (input.dim() == 3) grad_input = grad_input.squeeze(2);
+    grad_input = grad_input.contiguous(input.suggest_memory_format());
+  }
+  if (output_mask[1] && weight.dim() == 3) grad_weight = grad_weight.squeeze(2);
+  if (output_mask[2]) grad_bias = gy.sum({0, 2, 3});
+  return {grad_input, grad_weight, grad_bias};
+}
+
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
                    bool transposed, c10::IntArrayRef output_padding, int64_t groups) {
+  if (runsOnDevice(input, transposed)) {
+    return deviceConvolution(input, weight, bias.value_or(Tensor()), stride, padding, dilation,
+                             groups);
+  }
   noteHostFallback("aten::convolution_overrideable");
   std::optional<Tensor> host_bias;
   if (bias.has_value() && bias->defined()) host_bias = bias->cpu();
   Tensor out = at::convolution(input.cpu(), weight.cpu(), host_bias, stride, padding, dilation,
                                transposed, output_padding, groups);
-  // The layout PyTorch's fake kernel promises for this device's backend
-  // (compiled graphs assert it).
-  at::MemoryFormat format = at::native::_determine_backend_memory_format(
-      input, weight, at::native::ConvBackend::Overrideable);
-  return out.to(input.device()).contiguous(format);
+  return out.to(input.device()).contiguous(outputFormat(input, weight));
 }
 
 std::tuple<Tensor, Tensor, Tensor> convolutionBackward(
@@ -39,6 +181,10 @@ std::tuple<Tensor, Tensor, Tensor> convolutionBackward(
     c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
     bool transposed, c10::IntArrayRef output_padding, int64_t groups,
     std::array<bool, 3> output_mask) {
+  if (runsOnDevice(input, transposed)) {
+    return deviceConvolutionBackward(grad_output, input, weight, stride, padding, dilation,
+                                     groups, output_mask);
+  }
   noteHostFallback("aten::convolution_backward_overrideable");
   std::vector<int64_t> bias_sizes = {weight.size(transposed ? 1 : 0) *
                                      (transposed ? groups : 1)};
