@@ -1,0 +1,238 @@
+"""Loads and stores of a MaiaKernel: masked vector accesses, gathers and
+scatters, scalar accesses, atomic accumulation, bounds checks, and the
+conversions between storage and compute types."""
+
+from __future__ import annotations
+
+import contextlib
+
+import sympy
+import torch
+from torch._inductor.codegen.common import DeferredLine
+from torch._inductor.virtualized import V
+from torch.utils._sympy.value_ranges import ValueRanges
+
+from . import mlir_types as mt
+from .mlir_types import VL
+from .values import MaiaCSEVariable
+
+
+class MemoryAccess:
+    """Mixin of MaiaKernel: ops.load/store/store_reduction and their masks."""
+
+    def memref_type(self, name: str) -> str:
+        return f"memref<?x{mt.memory_type(V.graph.get_dtype(name))}>"
+
+    def _current_mask(self, buffer):
+        mask = self.lane_mask
+        if self._load_mask is not None:
+            load_mask = self._load_mask
+            if not isinstance(load_mask, MaiaCSEVariable):
+                raise NotImplementedError(f"maia: unexpected load mask {load_mask!r}")
+            if mask is None:
+                return load_mask
+            return self.logical(buffer, "arith.andi", self.to_context(load_mask, buffer), mask)
+        return mask
+
+    def load(self, name: str, index: sympy.Expr):
+        var = f"%{self.args.input(name)}"
+        dtype = V.graph.get_dtype(name)
+        if V.graph.is_unspec_arg(name):
+            # A 0-d CPU tensor (e.g. an optimizer's step count): the wrapper
+            # passes its value as a scalar argument.
+            scalar = MaiaCSEVariable(self.args.input(name), ValueRanges.unknown(), dtype)
+            scalar.mdtype, scalar.vec, scalar.scope = mt.compute_dtype(dtype), False, "global"
+            return scalar
+        # Loads, computation and stores stay in program order in one buffer:
+        # an index computed for one of them may serve the next.
+        buffer = self.compute
+        index = self.prepare_indexing(index)
+        mem_ty = self.memref_type(name)
+        elem = mt.memory_type(dtype)
+        kind, base, offsets = self.address(index, buffer)
+        mask = self._current_mask(buffer) if self.vector_context() else None
+        other = self._load_other if self._load_other is not None else 0
+        if kind == "scalar" or kind == "broadcast":
+            scalar_mask = self._load_mask if (kind == "scalar" and self._load_mask is not None) else None
+            raw = self._scalar_load(buffer, var, base, mem_ty, elem, dtype, scalar_mask, other)
+            # Uniform across the lanes: stays scalar until an op needs lanes
+            # (and as an index, keeps indirect accesses contiguous).
+            return self._to_compute(raw, dtype, buffer)
+        vty = f"vector<{VL}x{elem}>"
+        mask_ty = self.mlir_type(torch.bool, True)
+        passthru = self.constant(other if dtype != torch.bool else int(bool(other)),
+                                 torch.int8 if dtype in (torch.bool, torch.uint8) else dtype, True)
+        if kind == "contiguous":
+            text = (f"vector.maskedload {var}[{base}], {mask}, {passthru} : {mem_ty}, "
+                    f"{mask_ty}, {vty} into {vty}")
+        else:
+            text = (f"vector.gather {var}[{base}][{offsets}], {mask}, {passthru} : {mem_ty}, "
+                    f"{mt.index_type(True)}, {mask_ty}, {vty} into {vty}")
+        raw = self.emit(buffer, text, _storage_dtype(dtype), True)
+        return self._to_compute(raw, dtype, buffer)
+
+    def _scalar_load(self, buffer, var, index, mem_ty, elem, dtype, mask, other):
+        load = f"memref.load {var}[{index}] : {mem_ty}"
+        if mask is None:
+            return self.emit(buffer, load, _storage_dtype(dtype), False)
+        # A masked scalar load must not touch memory when the mask is off.
+        other_value = self.constant(other, _storage_dtype(dtype))
+        result = self.cse.newvar()
+        result.mdtype, result.vec, result.scope = _storage_dtype(dtype), False, self.scope_of(buffer)
+        buffer.writeline(f"{result} = scf.if {mask} -> ({elem}) {{")
+        with buffer.indent():
+            buffer.writeline(f"%loaded{result.name[2:]} = {load}")
+            buffer.writeline(f"scf.yield %loaded{result.name[2:]} : {elem}")
+        buffer.writeline("} else {")
+        with buffer.indent():
+            buffer.writeline(f"scf.yield {other_value} : {elem}")
+        buffer.writeline("}")
+        return result
+
+    def _to_compute(self, raw, dtype, buffer):
+        if dtype == torch.bool:
+            zero = self.constant(0, torch.int8, raw.vec)
+            return self.emit(buffer, f"arith.cmpi ne, {raw}, {zero} : "
+                             f"{self.mlir_type(torch.int8, raw.vec)}", torch.bool, raw.vec)
+        if dtype in (torch.float16, torch.bfloat16):
+            return self.emit(buffer, f"arith.extf {raw} : {self.mlir_type(dtype, raw.vec)} to "
+                             f"{self.mlir_type(torch.float32, raw.vec)}", torch.float32, raw.vec)
+        if dtype == torch.uint8:
+            return raw  # stored as i8; the CSE variable keeps uint8 semantics
+        return raw
+
+    def _to_storage(self, value, dtype, buffer):
+        if dtype == torch.bool:
+            value = self.convert(value, torch.bool, buffer)
+            return self.emit(buffer, f"arith.extui {value} : {self.mlir_type(torch.bool, value.vec)}"
+                             f" to {self.mlir_type(torch.int8, value.vec)}", torch.int8, value.vec)
+        if dtype in (torch.float16, torch.bfloat16):
+            value = self.convert(value, torch.float32, buffer)
+            return self.emit(buffer, f"arith.truncf {value} : "
+                             f"{self.mlir_type(torch.float32, value.vec)} to "
+                             f"{self.mlir_type(dtype, value.vec)}", dtype, value.vec)
+        return self.convert(value, dtype, buffer)
+
+    def store(self, name: str, index: sympy.Expr, value, mode=None) -> None:
+        # see load(): the store stays in program order
+        self._store_lanes(name, self.prepare_indexing(index), value, self.compute, mode)
+
+    def _store_lanes(self, name, index, value, buffer, mode=None) -> None:
+        var = f"%{self.args.output(name)}"
+        dtype = V.graph.get_dtype(name)
+        value = self.to_context(value, buffer)
+        stored = self._to_storage(value, dtype, buffer)
+        mem_ty = self.memref_type(name)
+        elem = mt.memory_type(dtype)
+        kind, base, offsets = self.address(index, buffer)
+        if mode == "atomic_add":
+            self._atomic_add(buffer, name, var, kind, base, offsets, stored, mem_ty, elem)
+            return
+        if mode is not None:
+            raise NotImplementedError(f"maia: store mode {mode!r} is not supported")
+        if kind == "scalar":
+            line = f"memref.store {stored}, {var}[{base}] : {mem_ty}"
+        else:
+            mask = self._current_mask(buffer)
+            vty = f"vector<{VL}x{elem}>"
+            mask_ty = self.mlir_type(torch.bool, True)
+            if kind == "contiguous":
+                line = f"vector.maskedstore {var}[{base}], {mask}, {stored} : {mem_ty}, {mask_ty}, {vty}"
+            else:
+                if kind == "broadcast":
+                    offsets = self.broadcast(self.index_constant(0), buffer)
+                line = (f"vector.scatter {var}[{base}][{offsets}], {mask}, {stored} : {mem_ty}, "
+                        f"{mt.index_type(True)}, {mask_ty}, {vty}")
+        buffer.writeline(DeferredLine(name, line))
+
+    def _atomic_add(self, buffer, name, var, kind, base, offsets, stored, mem_ty, elem):
+        op = "addf" if mt.is_float(V.graph.get_dtype(name)) else "addi"
+        if kind == "scalar":
+            buffer.writeline(DeferredLine(
+                name, f"%atomic{next(self._slot_ids)} = memref.atomic_rmw {op} {stored}, "
+                f"{var}[{base}] : ({elem}, {mem_ty}) -> {elem}"))
+            return
+        # Lanes may hit the same element: add them one at a time.
+        if kind == "contiguous":
+            offsets = self._iota_vector()
+        elif kind == "broadcast":
+            offsets = self.broadcast(self.index_constant(0), buffer)
+        mask = self._current_mask(buffer)
+        n = next(self._slot_ids)
+        c0, c1, cvl = self.index_constant(0), self.index_constant(1), self.index_constant(VL)
+        lines = [
+            f"scf.for %alane{n} = {c0} to {cvl} step {c1} {{",
+            f"  %aon{n} = vector.extractelement {mask}[%alane{n} : index] : {self.mlir_type(torch.bool, True)}",
+            f"  scf.if %aon{n} {{",
+            f"    %aoff{n} = vector.extractelement {offsets}[%alane{n} : index] : {mt.index_type(True)}",
+            f"    %aidx{n} = arith.addi {base}, %aoff{n} : index",
+            f"    %aval{n} = vector.extractelement {stored}[%alane{n} : index] : vector<{VL}x{elem}>",
+            f"    %aold{n} = memref.atomic_rmw {op} %aval{n}, {var}[%aidx{n}] : ({elem}, {mem_ty}) -> {elem}",
+            "  }",
+            "}",
+        ]
+        for line in lines:
+            buffer.writeline(DeferredLine(name, line))
+
+    def store_reduction(self, name: str, index: sympy.Expr, value) -> None:
+        if self.outer_reduction:  # one result per lane: a vector store after the loop
+            self._store_lanes(name, self.prepare_indexing(index), value, self.stores)
+            return
+        var = f"%{self.args.output(name)}"
+        dtype = V.graph.get_dtype(name)
+        index = self.prepare_indexing(index)
+        buffer = self.stores
+        with self._scalar_context():
+            stored = self._to_storage(value, dtype, buffer)
+            address = self._emitter(buffer).emit(self._renamed(index))
+        self.stores.writeline(DeferredLine(
+            name, f"memref.store {stored}, {var}[{address}] : {self.memref_type(name)}"))
+
+    @contextlib.contextmanager
+    def _scalar_context(self):
+        prior = self.inside_reduction
+        self.inside_reduction = False
+        try:
+            yield
+        finally:
+            self.inside_reduction = prior
+
+    @contextlib.contextmanager
+    def mask_loads(self, mask, value):
+        prior_mask, prior_other = self._load_mask, self._load_other
+        if prior_mask is not None:
+            mask = self.logical(self.compute, "arith.andi", mask, prior_mask)
+        self._load_mask, self._load_other = mask, value
+        try:
+            yield mask
+        finally:
+            self._load_mask, self._load_other = prior_mask, prior_other
+
+    def check_bounds(self, expr, size, lower: bool, upper: bool) -> None:
+        if not (lower or upper):
+            return
+        buffer = self.compute
+        value = self.emit_index(expr, buffer)
+        limit = self._emitter(buffer).emit(self._renamed(size))
+        zero = self.index_constant(0)
+        bad = None
+        if lower:
+            bad = self.compare(buffer, "slt", value, zero)
+        if upper:
+            over = self.compare(buffer, "sge", value, limit)
+            bad = over if bad is None else self.logical(buffer, "arith.ori", bad, over)
+        if bad.vec:
+            if self.lane_mask is not None:
+                bad = self.logical(buffer, "arith.andi", bad, self.lane_mask)
+            bad = self.emit(buffer, f"vector.reduction <or>, {bad} : "
+                            f"{self.mlir_type(torch.bool, True)} into i1", torch.bool, False)
+        # Like a device assert: the program traps, the stream reports a
+        # sticky error naming this kernel at the next synchronization.
+        buffer.writeline(f"scf.if {bad} {{")
+        buffer.writeline('  "llvm.intr.trap"() : () -> ()')
+        buffer.writeline("}")
+
+
+def _storage_dtype(dtype):
+    return torch.int8 if dtype in (torch.bool,) else (
+        torch.uint8 if dtype == torch.uint8 else dtype)
