@@ -130,6 +130,20 @@ int deviceCores() {
   return cores;
 }
 
+int64_t programsFor(int64_t units, int64_t work) {
+  if (units <= 1 || work < 2 * kElementsPerProgram) return 1;
+  return std::min<int64_t>(units, deviceCores());
+}
+
+void launchNn(const std::string& name, c10::ScalarType dtype,
+              c10::ArrayRef<maiaKernelArg> args, int64_t programs, const c10::Device& device) {
+  c10::DeviceGuard guard(device);
+  maiaKernel_t kernel = nnKernel(name + "_" + dtypeSuffix(dtype));
+  int64_t grid[3] = {std::max<int64_t>(programs, 1), 1, 1};
+  MAIA_CHECK(maiaLaunchKernel(kernel, grid, args.data(), static_cast<int>(args.size()),
+                              driverStream(currentStream(device.index()))));
+}
+
 maiaKernelArg memrefOf(const at::Tensor& t) {
   TORCH_CHECK(t.dim() <= MAIA_MAX_RANK, "maia kernels take at most ", MAIA_MAX_RANK,
               " dimensions, got ", t.dim());

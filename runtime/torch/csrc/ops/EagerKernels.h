@@ -24,6 +24,19 @@ maiaKernel_t nnKernel(const std::string& name);
 /// Device cores (for launch grids).
 int deviceCores();
 
+/// How many programs to split units independent pieces of work (work
+/// elements in all) over: one below ~64K elements, where one core is faster
+/// than a split, else up to the device's cores.
+int64_t programsFor(int64_t units, int64_t work);
+
+/// Launches kernel "<name>_<dtype suffix>" of the NN binary with args on the
+/// current stream of device, over a one-dimensional grid of programs.
+void launchNn(const std::string& name, c10::ScalarType dtype,
+              c10::ArrayRef<maiaKernelArg> args, int64_t programs, const c10::Device& device);
+
+/// An int64 scalar kernel argument.
+inline maiaKernelArg intArg(int64_t v) { return maiaKernelArgInt(maiaDtypeI64, v); }
+
 /// A memref argument viewing tensor t (allocation start + element offset,
 /// so negative strides stay inside the allocation).
 maiaKernelArg memrefOf(const at::Tensor& t);
