@@ -33,18 +33,6 @@ using IndexList = c10::List<std::optional<Tensor>>;
 
 constexpr int kRank = 8;  // the memref rank of self in the indexing kernels
 
-/// t as a rank-8 memref: leading size-1 dimensions pad it.
-maiaKernelArg paddedMemref(const Tensor& t) {
-  maiaKernelArg m = memrefOf(t);
-  const int pad = kRank - static_cast<int>(t.dim());
-  for (int d = kRank - 1; d >= 0; --d) {
-    m.sizes[d] = d >= pad ? m.sizes[d - pad] : 1;
-    m.strides[d] = d >= pad ? m.strides[d - pad] : 0;
-  }
-  m.rank = kRank;
-  return m;
-}
-
 int64_t product(c10::IntArrayRef sizes) {
   return std::accumulate(sizes.begin(), sizes.end(), int64_t{1}, std::multiplies<>());
 }
@@ -128,7 +116,7 @@ Tensor indexOp(const Tensor& self, const IndexList& indices) {
   if (out.numel() == 0) return out;
   const int64_t rows = plan.before(), n = plan.columns();
   launchNn("index", self.scalar_type(),
-           {memrefOf(out.view({rows, n, plan.after()})), paddedMemref(plan.self),
+           {memrefOf(out.view({rows, n, plan.after()})), memrefOf(plan.self, kRank),
             memrefOf(plan.indices), intArg(kRank - plan.self.dim() + plan.first)},
            programsFor(rows * n, out.numel()), self.device());
   return out;
@@ -172,7 +160,7 @@ Tensor& indexPut(Tensor& self, const IndexList& indices, const Tensor& values,
   constexpr int64_t kBlock = 256;  // after-dimension positions per unit (indexing.h)
   const int64_t blocks = (q + kBlock - 1) / kBlock;
   launchNn("index_put", self.scalar_type(),
-           {paddedMemref(plan.self), memrefOf(plan.indices), memrefOf(dense),
+           {memrefOf(plan.self, kRank), memrefOf(plan.indices), memrefOf(dense),
             intArg(kRank - plan.self.dim() + plan.first), intArg(accumulate)},
            programsFor(rows * blocks, dense.numel()), self.device());
   return self;
@@ -186,8 +174,8 @@ Tensor nonzeroOp(const Tensor& self) {
   if (numel == 0) return at::empty({0, dims}, long_options);
   const int64_t programs = programsFor(numel, numel);
   Tensor counts = at::empty({programs}, long_options);
-  launchNn("nonzero_count", self.scalar_type(), {memrefOf(counts), paddedMemref(self)}, programs,
-           self.device());
+  launchNn("nonzero_count", self.scalar_type(), {memrefOf(counts), memrefOf(self, kRank)},
+           programs, self.device());
   // The result's size depends on the data: wait for the counts.
   Tensor host = counts.cpu();
   const int64_t* per_program = host.const_data_ptr<int64_t>();
@@ -195,7 +183,7 @@ Tensor nonzeroOp(const Tensor& self) {
   Tensor out = at::empty({total, dims}, long_options);
   if (out.numel() == 0) return out;
   launchNn("nonzero", self.scalar_type(),
-           {memrefOf(out), memrefOf(counts), paddedMemref(self), intArg(kRank - dims)},
+           {memrefOf(out), memrefOf(counts), memrefOf(self, kRank), intArg(kRank - dims)},
            programs, self.device());
   return out;
 }
