@@ -10,6 +10,7 @@
 #include <ATen/Dispatch.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
@@ -109,7 +110,7 @@ Tensor& launchInto(Tensor& out, c10::ScalarType result_dtype, maiaKernel_t kerne
 
 Tensor& binaryOut(const char* op, Result result, const Tensor& a, const Tensor& b, Tensor& out,
                   c10::ArrayRef<maiaKernelArg> scalars = {}) {
-  c10::ScalarType common = at::result_type(a, b);
+  c10::ScalarType common = at::native::result_type(a, b);
   if (result == Result::FloatOnly && c10::isIntegralType(common, /*includeBool=*/true))
     common = defaultFloat();
   const Tensor& ref = deviceOperand(a, b);
@@ -145,7 +146,7 @@ maiaKernelArg alphaArg(const at::Scalar& alpha, c10::ScalarType dtype, bool nega
 
 Tensor& addOut(const Tensor& a, const Tensor& b, const at::Scalar& alpha, Tensor& out,
                bool subtract) {
-  maiaKernelArg scalar = alphaArg(alpha, at::result_type(a, b), subtract);
+  maiaKernelArg scalar = alphaArg(alpha, at::native::result_type(a, b), subtract);
   return binaryOut("add", Result::Common, a, b, out, {scalar});
 }
 
@@ -234,7 +235,7 @@ Tensor& maskedFill(Tensor& self, const Tensor& mask, const Tensor& filler) {
 
 Tensor& thresholdBackward(const Tensor& grad, const Tensor& self, const at::Scalar& threshold,
                           Tensor& out) {
-  maiaKernelArg scalar = alphaArg(threshold, at::result_type(grad, self), false);
+  maiaKernelArg scalar = alphaArg(threshold, at::native::result_type(grad, self), false);
   return binaryOut("threshold_backward", Result::Common, grad, self, out, {scalar});
 }
 
@@ -257,7 +258,7 @@ Tensor& whereOut(const Tensor& condition, const Tensor& a, const Tensor& b, Tens
   TORCH_CHECK(condition.scalar_type() == c10::ScalarType::Bool,
               "where expected condition to be a boolean tensor, but got a tensor with dtype ",
               condition.scalar_type());
-  c10::ScalarType common = at::result_type(a, b);
+  c10::ScalarType common = at::native::result_type(a, b);
   const Tensor& ref = condition.device().is_privateuseone() ? condition : deviceOperand(a, b);
   Tensor c = onDevice(condition, ref, c10::ScalarType::Bool);
   Tensor x = onDevice(a, ref, common), y = onDevice(b, ref, common);
