@@ -42,6 +42,7 @@ FORWARD_NATIVE = {
     "__getitem__": {"aten::index"},
     "nonzero": {"aten::nonzero"},
     "argwhere": {"aten::nonzero"},
+    "masked_select": {"aten::masked_select", "aten::nonzero", "aten::index"},
 }
 BACKWARD_NATIVE = {
     "softmax": {"aten::_softmax_backward_data"},
@@ -64,6 +65,7 @@ BACKWARD_NATIVE = {
     "stack": set(),
     "index_put": {"aten::index", "aten::_index_put_impl_"},
     "__getitem__": {"aten::_index_put_impl_"},
+    "masked_select": {"aten::_index_put_impl_"},
 }
 UNSUPPORTED_SAMPLE_KWARGS = {"out"}
 

@@ -408,6 +408,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MAIA_UNARY("erf", Result::FloatOnly);
   MAIA_UNARY("reciprocal", Result::FloatOnly);
   MAIA_UNARY("logical_not", Result::Bool);
+  MAIA_UNARY("ceil", Result::Common);
+  MAIA_UNARY("floor", Result::Common);
+  MAIA_UNARY("trunc", Result::Common);
+  MAIA_UNARY("round", Result::Common);
   m.impl("relu", [](const Tensor& a) {
     Tensor out;
     return unaryOut("relu", Result::Common, a, out);

@@ -2,7 +2,7 @@
 // broadcast together, None and slices between them), index_put_ with and
 // without accumulate (accumulate is index's backward) and nonzero, launched
 // from the NN kernel binary (runtime/kernels/nn/indexing.h documents the
-// shapes the kernels take).
+// shapes the kernels take); masked_select is indexing by a mask.
 //
 // Bool masks become index tensors through nonzero, whose result size depends
 // on the data: nonzero is the one operation here that synchronizes (a copy
@@ -188,6 +188,17 @@ Tensor nonzeroOp(const Tensor& self) {
   return out;
 }
 
+/// masked_select: self and mask broadcast together, indexed by the mask
+/// (through nonzero), always 1-D.
+Tensor maskedSelect(const Tensor& self, const Tensor& mask) {
+  TORCH_CHECK(mask.scalar_type() == c10::ScalarType::Bool,
+              "masked_select: expected BoolTensor for mask");
+  auto [values, where] = at::expand_outplace(self, mask);
+  IndexList indices;
+  indices.push_back(where->reshape({-1}));
+  return indexOp(values->reshape({-1}), indices);
+}
+
 Tensor& resultInto(const Tensor& result, Tensor& out) {
   at::native::resize_output(out, result.sizes());
   return out.copy_(result);
@@ -202,6 +213,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_index_put_impl_", [](Tensor& self, const IndexList& indices, const Tensor& values,
                                 bool accumulate, bool /*unsafe*/) -> Tensor& {
     return indexPut(self, indices, values, accumulate);
+  });
+  m.impl("masked_select", &maskedSelect);
+  m.impl("masked_select.out", [](const Tensor& self, const Tensor& mask,
+                                 Tensor& out) -> Tensor& {
+    return resultInto(maskedSelect(self, mask), out);
   });
   m.impl("nonzero", &nonzeroOp);
   m.impl("nonzero.out", [](const Tensor& self, Tensor& out) -> Tensor& {
