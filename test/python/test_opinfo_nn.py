@@ -1,7 +1,9 @@
-"""OpInfo sweep of the native NN and indexing operators (runtime/torch/csrc/ops/NN.cpp,
-kernels in runtime/kernels/nn): PyTorch's own sample inputs run on maia and on the CPU,
-compared with torch.testing.assert_close for every dtype maia supports, gradients in
-float32/float64, and an out-of-range index reported as a sticky device error.
+"""OpInfo sweep of the native NN and indexing operators (runtime/torch/csrc/ops/NN.cpp and
+Indexing.cpp, kernels in runtime/kernels/nn): PyTorch's own sample inputs run on maia and
+on the CPU, compared with torch.testing.assert_close for every dtype maia supports,
+gradients in float32/float64, and an out-of-range index reported as a sticky device error.
+nn.functional.dropout is not swept (its samples are random: no CPU reference);
+test_dropout.py tests it.
 
 Forward: the ATen operators listed in FORWARD_NATIVE for each OpInfo must not fall back
 to the host (other operators a sample needs, e.g. the sum of cross_entropy's label
@@ -36,6 +38,11 @@ FORWARD_NATIVE = {
     "scatter_add": {"aten::scatter_add"},
     "cat": {"aten::cat"},
     "stack": {"aten::cat"},
+    "index_put": {"aten::_index_put_impl_"},
+    "__getitem__": {"aten::index"},
+    "nonzero": {"aten::nonzero"},
+    "argwhere": {"aten::nonzero"},
+    "masked_select": {"aten::masked_select", "aten::nonzero", "aten::index"},
 }
 BACKWARD_NATIVE = {
     "softmax": {"aten::_softmax_backward_data"},
@@ -56,6 +63,9 @@ BACKWARD_NATIVE = {
     "scatter_add": {"aten::gather"},
     "cat": set(),  # slices of the gradient
     "stack": set(),
+    "index_put": {"aten::index", "aten::_index_put_impl_"},
+    "__getitem__": {"aten::_index_put_impl_"},
+    "masked_select": {"aten::_index_put_impl_"},
 }
 UNSUPPORTED_SAMPLE_KWARGS = {"out"}
 
@@ -218,7 +228,7 @@ def test_cross_entropy_trains_natively():
 
 
 @pytest.mark.parametrize("case", ["index_select", "nll_loss", "embedding_backward", "gather",
-                                  "scatter_add"])
+                                  "scatter_add", "index", "index_negative", "index_put"])
 def test_out_of_range_index_is_a_sticky_error(case):
     """No host-side check (it would synchronize): the kernel traps, the driver reports a
     sticky error naming the kernel at the next synchronize; a reset recovers."""
@@ -241,6 +251,19 @@ def test_out_of_range_index_is_a_sticky_error(case):
         x = torch.zeros(4, 3, device=device)
         x.scatter_add_(0, torch.tensor([[0, -1, 1]], device=device), torch.ones(1, 3, device=device))
         kernel = "scatter_f32"
+    elif case == "index":
+        x = torch.randn(4, 3, device=device)
+        x[:, torch.tensor([0, 3], device=device)]
+        kernel = "index_f32"
+    elif case == "index_negative":  # -4 is in range, -5 is not
+        x = torch.randn(4, 3, device=device)
+        x[torch.tensor([-4, -5], device=device)]
+        kernel = "index_f32"
+    elif case == "index_put":
+        x = torch.zeros(4, 3, device=device)
+        x.index_put_((torch.tensor([1, 4], device=device),), torch.ones(2, 3, device=device),
+                     accumulate=True)
+        kernel = "index_put_f32"
     else:
         g = torch.randn(2, 5, device=device)
         torch.ops.aten.embedding_dense_backward(g, torch.tensor([1, -3], device=device), 4,

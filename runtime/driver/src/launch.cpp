@@ -156,10 +156,12 @@ Status encodeMemref(const maiaKernel& kernel, int index, const maiaKernelArg& ar
                        " before its data pointer");
     uintptr_t base = 0;
     size_t size = 0;
-    std::string role = where();
     auto* start = static_cast<char*>(arg.data) + first * static_cast<int64_t>(element);
-    MAIA_RETURN_IF_ERROR(owner->arena().findAllocation(
-        start, static_cast<size_t>(last - first + 1) * element, role.c_str(), &base, &size));
+    const size_t bytes = static_cast<size_t>(last - first + 1) * element;
+    // The argument's name is built only to report an error: a string per
+    // memref would be a heap allocation on every launch.
+    if (!owner->arena().findAllocation(start, bytes, "", &base, &size).ok())
+      return owner->arena().findAllocation(start, bytes, where().c_str(), &base, &size);
     alias = owner->arena().hostAlias(arg.data);
   }
   auto pointer = reinterpret_cast<int64_t>(alias);

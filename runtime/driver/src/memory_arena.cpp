@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <iomanip>
@@ -11,6 +12,20 @@ namespace maia::driver {
 namespace {
 
 constexpr size_t kPopulateChunk = size_t{2} << 20;
+
+/// Bumped (under an arena's mutex) by every free and arena destruction:
+/// findAllocation's per-thread cache trusts only entries of this epoch.
+std::atomic<uint64_t> g_free_epoch{0};
+
+struct FoundAllocation {
+  const MemoryArena* arena = nullptr;
+  uint64_t epoch = 0;
+  uintptr_t base = 0;
+  size_t size = 0;
+};
+constexpr int kFoundCacheSize = 8;
+thread_local FoundAllocation t_found[kFoundCacheSize];
+thread_local int t_found_next = 0;
 
 size_t roundUp(size_t value, size_t multiple) {
   return (value + multiple - 1) / multiple * multiple;
@@ -62,6 +77,7 @@ Status MemoryArena::create(int device, size_t capacity, std::unique_ptr<MemoryAr
 }
 
 MemoryArena::~MemoryArena() {
+  g_free_epoch.fetch_add(1, std::memory_order_release);
   if (host_base_) munmap(reinterpret_cast<void*>(host_base_), capacity_);
   if (device_base_) munmap(reinterpret_cast<void*>(device_base_), capacity_);
   if (memfd_ >= 0) close(memfd_);
@@ -128,6 +144,7 @@ Status MemoryArena::free(void* ptr) {
                      " (already freed, or never allocated)");
   }
   size_t size = roundUp(it->second, kAlignment);
+  g_free_epoch.fetch_add(1, std::memory_order_release);
   live_.erase(it);
   used_ -= size;
   // Coalesce with free neighbours.
@@ -155,8 +172,10 @@ Status MemoryArena::free(void* ptr) {
 Status MemoryArena::findAllocation(const void* p, size_t bytes, const char* what,
                                    uintptr_t* out_base, size_t* out_size) const {
   auto address = reinterpret_cast<uintptr_t>(p);
+  if (findCached(address, bytes, out_base, out_size)) return {};
   size_t offset = address - device_base_;
   std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t epoch = g_free_epoch.load(std::memory_order_acquire);
   auto holder = live_.upper_bound(offset);
   if (holder == live_.begin() || std::prev(holder)->first + std::prev(holder)->second <= offset)
     return makeError(maiaErrorInvalidDevicePointer, what, " ", hexPointer(address),
@@ -171,7 +190,27 @@ Status MemoryArena::findAllocation(const void* p, size_t bytes, const char* what
                      " has ", holder->second, " bytes");
   *out_base = device_base_ + holder->first;
   *out_size = holder->second;
+  rememberFound(*out_base, *out_size, epoch);
   return {};
+}
+
+bool MemoryArena::findCached(uintptr_t address, size_t bytes, uintptr_t* out_base,
+                             size_t* out_size) const {
+  const uint64_t epoch = g_free_epoch.load(std::memory_order_acquire);
+  for (const FoundAllocation& found : t_found) {
+    if (found.arena != this || found.epoch != epoch || address < found.base ||
+        address - found.base >= found.size || bytes > found.size - (address - found.base))
+      continue;
+    *out_base = found.base;
+    *out_size = found.size;
+    return true;
+  }
+  return false;
+}
+
+void MemoryArena::rememberFound(uintptr_t base, size_t size, uint64_t epoch) const {
+  t_found[t_found_next] = FoundAllocation{this, epoch, base, size};
+  t_found_next = (t_found_next + 1) % kFoundCacheSize;
 }
 
 size_t MemoryArena::used() const {

@@ -65,6 +65,13 @@ class MemoryArena {
   uintptr_t device_base_ = 0;  // PROT_NONE view: the device address space
   uintptr_t host_base_ = 0;    // read/write alias used by the driver
 
+  /// The lock-free path of findAllocation: a per-thread cache of
+  /// allocations found live, valid while no allocation of any arena was
+  /// freed since (g_free_epoch). Launches validate every memref: this keeps
+  /// the arena's mutex and map off the per-launch path.
+  bool findCached(uintptr_t address, size_t bytes, uintptr_t* out_base, size_t* out_size) const;
+  void rememberFound(uintptr_t base, size_t size, uint64_t epoch) const;
+
   mutable std::mutex mutex_;
   std::map<size_t, size_t> live_;        // offset -> requested size of live allocations
   std::map<size_t, size_t> free_;        // offset -> size of free ranges

@@ -50,10 +50,10 @@ void Scheduler::removeStream(Stream* stream) {
   streams_.erase(std::remove(streams_.begin(), streams_.end(), stream), streams_.end());
 }
 
-void Scheduler::notifyWork() {
+void Scheduler::notifyWork(bool at_head) {
   pending_.fetch_add(1, std::memory_order_seq_cst);
   epoch_.fetch_add(1, std::memory_order_seq_cst);
-  wakeWorkerIfNeeded();
+  if (at_head) wakeWorkerIfNeeded();
 }
 
 void Scheduler::wakeWorkerIfNeeded() {
@@ -124,9 +124,11 @@ void Scheduler::runClaim(Claim claim) {
 }
 
 void Scheduler::completeHead(Stream* stream, Command* command) {
+  bool parallel_next = false;
   {
     std::lock_guard<SpinLock> lock(stream->mutex);
     stream->queue.pop_front();
+    parallel_next = !stream->queue.empty() && stream->queue.front()->totalChunks() > 1;
   }
   // The stream is done with the command before anyone can observe its
   // effect (an event's completion): a host that synchronized an event may
@@ -140,6 +142,8 @@ void Scheduler::completeHead(Stream* stream, Command* command) {
     host_wake_.fetch_add(1, std::memory_order_seq_cst);
     host_wake_.notify_all();
   }
+  // This worker takes one chunk of the next head; the others need a core.
+  if (parallel_next) wakeWorkerIfNeeded();
 }
 
 void Scheduler::workerLoop() {

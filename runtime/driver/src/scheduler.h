@@ -37,8 +37,12 @@ class Scheduler {
   void addStream(Stream* stream);
   void removeStream(Stream* stream);
 
-  /// Called after a command was queued on a stream.
-  void notifyWork();
+  /// Called after a command was queued on a stream; at_head: the stream's
+  /// queue was empty, so the command can start at once. A command queued
+  /// behind others is started by the worker that completes its predecessor:
+  /// waking another worker for it would cost a futex wake and a thread
+  /// competing with the host for a core, for nothing.
+  void notifyWork(bool at_head);
 
   /// Blocks the calling host thread until done() holds, running device
   /// work meanwhile. prefer is the stream the caller waits for (or null).
@@ -61,6 +65,8 @@ class Scheduler {
   /// Runs a claimed chunk, and further chunks of the same command while
   /// any remain; finishes the command if this thread completed it.
   void runClaim(Claim claim);
+  /// Pops the completed head; wakes a worker if the next head has chunks
+  /// for more than the worker that completed this one.
   void completeHead(Stream* stream, Command* command);
   void wakeWorkerIfNeeded();
 

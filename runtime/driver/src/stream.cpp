@@ -62,15 +62,17 @@ Status destroyStream(maiaStream_t handle) {
 
 Status enqueue(Stream* stream, std::unique_ptr<Command> cmd) {
   MAIA_RETURN_IF_ERROR(stream->device->stickyError());
+  bool at_head = false;
   {
     std::lock_guard<SpinLock> lock(stream->mutex);
     if (stream->destroyed)
       return makeError(maiaErrorInvalidHandle, "stream ", static_cast<const void*>(stream),
                        " was destroyed");
+    at_head = stream->queue.empty();
     stream->queue.push_back(cmd.release());
     stream->enqueued.fetch_add(1, std::memory_order_seq_cst);
   }
-  scheduler().notifyWork();
+  scheduler().notifyWork(at_head);
   if (config().launch_blocking) return synchronizeStream(stream);
   return {};
 }

@@ -123,6 +123,23 @@ struct Abs {
   }
 };
 struct Relu { template <typename C> C operator()(C a) const { return a > C(0) ? a : (a != a ? a : C(0)); } };
+// Rounding: integers are already whole. round is half to even (nearbyint in
+// the default rounding mode), as torch.round.
+enum class RoundMode { Ceil, Floor, Trunc, Nearest };
+template <RoundMode M>
+struct Rounding {
+  template <typename C> C operator()(C a) const {
+    if constexpr (!std::is_floating_point_v<C>) return a;
+    else if constexpr (M == RoundMode::Ceil) return std::ceil(a);
+    else if constexpr (M == RoundMode::Floor) return std::floor(a);
+    else if constexpr (M == RoundMode::Trunc) return std::trunc(a);
+    else return std::nearbyint(a);
+  }
+};
+using Ceil = Rounding<RoundMode::Ceil>;
+using Floor = Rounding<RoundMode::Floor>;
+using Trunc = Rounding<RoundMode::Trunc>;
+using Round = Rounding<RoundMode::Nearest>;
 struct Exp { template <typename C> C operator()(C a) const { return std::exp(a); } };
 struct Log { template <typename C> C operator()(C a) const { return std::log(a); } };
 struct Log1p { template <typename C> C operator()(C a) const { return std::log1p(a); } };

@@ -70,6 +70,10 @@ at::Generator MaiaGeneratorImpl::nextHostGenerator() {
   return at::make_generator<at::CPUGeneratorImpl>(stream_seed);
 }
 
+std::pair<uint64_t, uint64_t> MaiaGeneratorImpl::nextDeviceStream() {
+  return {seed_, offset_++};
+}
+
 MaiaGeneratorImpl* MaiaGeneratorImpl::clone_impl() const {
   auto* copy = new MaiaGeneratorImpl(device().index());
   copy->seed_ = seed_;

@@ -3,12 +3,15 @@
 // Its state is (seed, offset). Each random operation consumes one counter
 // value: its random stream is fully determined by (seed, offset), and the
 // offset advances. So the same seed gives the same numbers run after run,
-// and get_state/set_state replay exactly. (While random operations run on
-// the host, the stream is a CPU generator seeded from (seed, offset).)
+// and get_state/set_state replay exactly. Device kernels (dropout) key a
+// counter-based generator with (seed, offset) directly; operations that run
+// on the host draw from a CPU generator seeded from (seed, offset).
 #pragma once
 
 #include <ATen/core/Generator.h>
 #include <c10/core/GeneratorImpl.h>
+
+#include <utility>
 
 namespace torch_maia {
 
@@ -29,6 +32,10 @@ class MaiaGeneratorImpl : public c10::GeneratorImpl {
   /// offset: the random stream for one operation computed on the host.
   /// The caller holds mutex_.
   at::Generator nextHostGenerator();
+
+  /// The (seed, offset) that key one random operation computed on the
+  /// device, then advances the offset. The caller holds mutex_.
+  std::pair<uint64_t, uint64_t> nextDeviceStream();
 
  private:
   MaiaGeneratorImpl* clone_impl() const override;

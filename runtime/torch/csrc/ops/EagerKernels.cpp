@@ -2,7 +2,9 @@
 
 #include <c10/core/DeviceGuard.h>
 
+#include <array>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -56,6 +58,72 @@ class KernelLibrary {
   std::unordered_map<std::string, maiaKernel_t> cache_;
 };
 
+/// A per-thread cache of kernel handles by (library, op, dtype) in front of
+/// KernelLibrary's lock and map: slots are chosen by the op name's address
+/// (callers pass literals) and confirmed by comparing the name, which each
+/// slot copies, so a name buffer reused for another name is a miss, never a
+/// wrong hit. Handles stay valid: the libraries are never unloaded.
+class KernelCache {
+ public:
+  maiaKernel_t get(KernelLibrary& library, const char* op, c10::ScalarType dtype) {
+    const auto key = reinterpret_cast<uintptr_t>(op);
+    Slot& slot = slots_[((key >> 3) ^ (key >> 11) ^ static_cast<uintptr_t>(dtype) * 31 ^
+                         reinterpret_cast<uintptr_t>(&library) >> 6) % kSlots];
+    if (slot.op == op && slot.dtype == dtype && slot.library == &library &&
+        std::strcmp(slot.name, op) == 0)
+      return slot.kernel;
+    maiaKernel_t kernel = library.kernel(std::string(op) + "_" + dtypeSuffix(dtype));
+    if (std::strlen(op) < sizeof(slot.name)) {
+      slot = Slot{&library, op, dtype, kernel, {}};
+      std::strcpy(slot.name, op);
+    }
+    return kernel;
+  }
+
+ private:
+  static constexpr size_t kSlots = 256;
+  struct Slot {
+    const KernelLibrary* library = nullptr;
+    const char* op = nullptr;
+    c10::ScalarType dtype = c10::ScalarType::Undefined;
+    maiaKernel_t kernel = nullptr;
+    char name[40] = {};
+  };
+  std::array<Slot, kSlots> slots_;
+};
+
+thread_local KernelCache t_kernel_cache;
+
+KernelLibrary& eagerLibrary() {
+  static auto* library = new KernelLibrary({"maia_eager_kernels.maiabin"});
+  return *library;
+}
+
+KernelLibrary& nnLibrary() {
+  static auto* library = new KernelLibrary({"maia_nn_kernels.maiabin"});
+  return *library;
+}
+
+maiaKernelArg denseMemref(const at::Tensor& t, int64_t numel) {
+  maiaKernelArg memref{};
+  memref.kind = maiaArgMemref;
+  memref.dtype = driverDtype(t.scalar_type());
+  memref.rank = kRank;
+  memref.data = const_cast<void*>(t.storage().data());
+  memref.offset = t.storage_offset();
+  for (int d = 0; d < kRank; ++d) {
+    memref.sizes[d] = 1;
+    memref.strides[d] = 0;
+  }
+  memref.sizes[kRank - 1] = numel;
+  memref.strides[kRank - 1] = t.dim() == 0 ? 0 : 1;  // 0-dim operands broadcast
+  return memref;
+}
+
+int64_t elementwisePrograms(int64_t numel) {
+  return numel < 2 * kElementsPerProgram ? 1 : deviceCores();
+}
+
 /// Appends operand arg of iter as a rank-4 memref over the kept dimensions.
 void appendOperand(const at::TensorIteratorBase& iter, int arg,
                    c10::ArrayRef<int> dims, std::vector<maiaKernelArg>* out) {
@@ -91,8 +159,7 @@ void launchOnDims(maiaKernel_t kernel, const at::TensorIteratorBase& iter,
   args.insert(args.end(), scalars.begin(), scalars.end());
   int64_t numel = 1;
   for (int d : dims) numel *= iter.shape()[d];
-  int64_t programs = numel < 2 * kElementsPerProgram ? 1 : deviceCores();
-  int64_t grid[3] = {programs, 1, 1};
+  int64_t grid[3] = {elementwisePrograms(numel), 1, 1};
   c10::DeviceIndex device = iter.device(0).index();
   MAIA_CHECK(maiaLaunchKernel(kernel, grid, args.data(), static_cast<int>(args.size()),
                               driverStream(currentStream(device))));
@@ -100,9 +167,10 @@ void launchOnDims(maiaKernel_t kernel, const at::TensorIteratorBase& iter,
 
 }  // namespace
 
-maiaKernel_t eagerKernel(const std::string& name) {
-  static auto* library = new KernelLibrary({"maia_eager_kernels.maiabin"});
-  return library->kernel(name);
+maiaKernel_t eagerKernel(const std::string& name) { return eagerLibrary().kernel(name); }
+
+maiaKernel_t eagerKernel(const char* op, c10::ScalarType dtype) {
+  return t_kernel_cache.get(eagerLibrary(), op, dtype);
 }
 
 maiaKernel_t reduceKernel(const std::string& name) {
@@ -110,15 +178,14 @@ maiaKernel_t reduceKernel(const std::string& name) {
   return library->kernel(name);
 }
 
-maiaKernel_t gemmKernel(const std::string& name) {
+maiaKernel_t gemmKernel(c10::ScalarType dtype) {
   static auto* library =
       new KernelLibrary({"maia_gemm_kernels_v4.maiabin", "maia_gemm_kernels_v3.maiabin"});
-  return library->kernel(name);
+  return t_kernel_cache.get(*library, "gemm", dtype);
 }
 
-maiaKernel_t nnKernel(const std::string& name) {
-  static auto* library = new KernelLibrary({"maia_nn_kernels.maiabin"});
-  return library->kernel(name);
+maiaKernel_t nnKernel(const char* op, c10::ScalarType dtype) {
+  return t_kernel_cache.get(nnLibrary(), op, dtype);
 }
 
 int deviceCores() {
@@ -128,6 +195,20 @@ int deviceCores() {
     return prop.core_count;
   }();
   return cores;
+}
+
+int64_t programsFor(int64_t units, int64_t work) {
+  if (units <= 1 || work < 2 * kElementsPerProgram) return 1;
+  return std::min<int64_t>(units, deviceCores());
+}
+
+void launchNn(const char* name, c10::ScalarType dtype,
+              c10::ArrayRef<maiaKernelArg> args, int64_t programs, const c10::Device& device) {
+  // The stream is named explicitly: no device guard needed to launch on it.
+  maiaKernel_t kernel = nnKernel(name, dtype);
+  int64_t grid[3] = {std::max<int64_t>(programs, 1), 1, 1};
+  MAIA_CHECK(maiaLaunchKernel(kernel, grid, args.data(), static_cast<int>(args.size()),
+                              driverStream(currentStream(device.index()))));
 }
 
 maiaKernelArg memrefOf(const at::Tensor& t) {
@@ -144,6 +225,18 @@ maiaKernelArg memrefOf(const at::Tensor& t) {
     memref.sizes[d] = t.size(d);
     memref.strides[d] = t.stride(d);
   }
+  return memref;
+}
+
+maiaKernelArg memrefOf(const at::Tensor& t, int rank) {
+  TORCH_CHECK(t.dim() <= rank, "a ", t.dim(), "-D tensor cannot pad to rank ", rank);
+  maiaKernelArg memref = memrefOf(t);
+  const int pad = rank - static_cast<int>(t.dim());
+  for (int d = rank - 1; d >= 0; --d) {
+    memref.sizes[d] = d >= pad ? memref.sizes[d - pad] : 1;
+    memref.strides[d] = d >= pad ? memref.strides[d - pad] : 0;
+  }
+  memref.rank = rank;
   return memref;
 }
 
@@ -177,6 +270,21 @@ maiaDtype driverDtype(c10::ScalarType dtype) {
     case c10::ScalarType::Bool: return maiaDtypeI1;
     default: TORCH_CHECK_TYPE(false, "maia has no device dtype for ", dtype);
   }
+}
+
+void launchDense(maiaKernel_t kernel, c10::ArrayRef<at::Tensor> operands, int64_t numel,
+                 c10::ArrayRef<maiaKernelArg> scalars) {
+  if (numel == 0) return;
+  constexpr int kMaxArgs = 8;
+  TORCH_CHECK(operands.size() + scalars.size() <= kMaxArgs, "launchDense: too many arguments");
+  maiaKernelArg args[kMaxArgs];
+  int count = 0;
+  for (const at::Tensor& t : operands) args[count++] = denseMemref(t, numel);
+  for (const maiaKernelArg& scalar : scalars) args[count++] = scalar;
+  int64_t grid[3] = {elementwisePrograms(numel), 1, 1};
+  // The stream is named explicitly: no device guard needed to launch on it.
+  MAIA_CHECK(maiaLaunchKernel(kernel, grid, args, count,
+                              driverStream(currentStream(operands[0].device().index()))));
 }
 
 void launchElementwise(maiaKernel_t kernel, const at::TensorIteratorBase& iter,

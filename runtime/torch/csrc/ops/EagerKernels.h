@@ -15,22 +15,50 @@ namespace torch_maia::ops {
 /// or of the GEMM binary ("gemm_f32"), loaded on first use from
 /// MAIA_KERNEL_DIR or the build tree. Throws naming the kernel if absent.
 maiaKernel_t eagerKernel(const std::string& name);
+/// Kernel "<op>_<dtype suffix>" of the eager binary, from a per-thread cache
+/// keyed by (op, dtype): the per-op path builds no string and takes no lock.
+maiaKernel_t eagerKernel(const char* op, c10::ScalarType dtype);
 /// A kernel of the reduce binary (maia_reduce_kernels.maiabin, e.g. "sum_f32").
 maiaKernel_t reduceKernel(const std::string& name);
-maiaKernel_t gemmKernel(const std::string& name);
-/// A kernel of the NN binary (maia_nn_kernels.maiabin, e.g. "softmax_f32").
-maiaKernel_t nnKernel(const std::string& name);
+/// Kernel "gemm_<dtype suffix>" of the GEMM binary (cached like eagerKernel).
+maiaKernel_t gemmKernel(c10::ScalarType dtype);
+/// Kernel "<op>_<dtype suffix>" of the NN binary (maia_nn_kernels.maiabin,
+/// e.g. "softmax_f32"), cached like eagerKernel(op, dtype).
+maiaKernel_t nnKernel(const char* op, c10::ScalarType dtype);
 
 /// Device cores (for launch grids).
 int deviceCores();
 
+/// How many programs to split units independent pieces of work (work
+/// elements in all) over: one below ~64K elements, where one core is faster
+/// than a split, else up to the device's cores.
+int64_t programsFor(int64_t units, int64_t work);
+
+/// Launches kernel "<name>_<dtype suffix>" of the NN binary with args on the
+/// current stream of device, over a one-dimensional grid of programs.
+void launchNn(const char* name, c10::ScalarType dtype,
+              c10::ArrayRef<maiaKernelArg> args, int64_t programs, const c10::Device& device);
+
+/// An int64 scalar kernel argument.
+inline maiaKernelArg intArg(int64_t v) { return maiaKernelArgInt(maiaDtypeI64, v); }
+
 /// A memref argument viewing tensor t (allocation start + element offset,
 /// so negative strides stay inside the allocation).
 maiaKernelArg memrefOf(const at::Tensor& t);
+/// The same of rank `rank` >= t.dim(): leading size-1 dimensions pad it
+/// (cheaper than unsqueezed views, which each cost a dispatch).
+maiaKernelArg memrefOf(const at::Tensor& t, int rank);
 
 /// The kernel-name suffix of a dtype ("f32", "bf16", "i64", "b8", ...).
 const char* dtypeSuffix(c10::ScalarType dtype);
 maiaDtype driverDtype(c10::ScalarType dtype);
+
+/// Launches an elementwise kernel over contiguous operands of one shape
+/// (outputs first; 0-dim operands are broadcast) on the current stream of
+/// their device, without a TensorIterator: each operand is a rank-4 memref
+/// over its numel elements, followed by scalars.
+void launchDense(maiaKernel_t kernel, c10::ArrayRef<at::Tensor> operands, int64_t numel,
+                 c10::ArrayRef<maiaKernelArg> scalars = {});
 
 /// Launches kernel over iter's iteration space on the current stream of the
 /// iterator's device: every operand becomes a rank-4 memref (outputs

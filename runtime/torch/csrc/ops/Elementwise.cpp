@@ -6,9 +6,11 @@
 // before the launch (maia-to-maia casts are device kernels too), and CPU
 // scalars become 0-dim maia tensors filled on the stream (no host sync).
 #include <ATen/ExpandUtils.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/Dispatch.h>
 #include <ATen/ScalarOps.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TypeProperties.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
@@ -48,9 +50,34 @@ const Tensor& deviceOperand(const Tensor& a, const Tensor& b) {
   return a.device().is_privateuseone() ? a : b;
 }
 
-/// Runs kernel "<op>_<dtype>" writing out (resized to the broadcast shape);
-/// when out's dtype differs from the kernel's, writes a temporary and casts.
-Tensor& launchInto(Tensor& out, c10::ScalarType result_dtype, const std::string& kernel,
+/// Whether inputs and out (if defined) can skip the TensorIterator: all
+/// contiguous on one device with one shape (0-dim inputs broadcast), out not
+/// partially overlapping an input. The common case of small eager ops, where
+/// building a TensorIterator costs more than the launch.
+bool isDenseCase(const Tensor& out, std::initializer_list<Tensor> inputs,
+                 c10::IntArrayRef* shape) {
+  const Tensor* ref = nullptr;
+  for (const Tensor& t : inputs) {
+    if (!t.is_contiguous()) return false;
+    if (t.dim() == 0) continue;
+    if (ref != nullptr && (t.sizes() != ref->sizes() || t.device() != ref->device())) return false;
+    ref = &t;
+  }
+  if (ref == nullptr) ref = inputs.begin();  // all 0-dim
+  for (const Tensor& t : inputs)
+    if (t.device() != ref->device()) return false;
+  *shape = ref->sizes();
+  if (!out.defined()) return true;
+  if (!out.is_contiguous() || out.sizes() != *shape || out.device() != ref->device())
+    return false;
+  for (const Tensor& t : inputs)
+    if (at::get_overlap_status(out, t) == at::MemOverlapStatus::Partial) return false;
+  return true;
+}
+
+/// Runs kernel writing out (resized to the broadcast shape); when out's
+/// dtype differs from result_dtype, writes a temporary and casts.
+Tensor& launchInto(Tensor& out, c10::ScalarType result_dtype, maiaKernel_t kernel,
                    std::initializer_list<Tensor> inputs,
                    c10::ArrayRef<maiaKernelArg> scalars = {}) {
   if (out.defined() && out.scalar_type() != result_dtype) {
@@ -62,25 +89,34 @@ Tensor& launchInto(Tensor& out, c10::ScalarType result_dtype, const std::string&
     out.copy_(result);
     return out;
   }
+  c10::IntArrayRef shape;
+  if (isDenseCase(out, inputs, &shape)) {
+    if (!out.defined()) out = at::empty(shape, inputs.begin()->options().dtype(result_dtype));
+    std::array<Tensor, 4> operands;
+    size_t count = 0;
+    operands[count++] = out;
+    for (const Tensor& t : inputs) operands[count++] = t;
+    launchDense(kernel, c10::ArrayRef<Tensor>(operands.data(), count), out.numel(), scalars);
+    return out;
+  }
   if (!out.defined()) out = at::empty({0}, inputs.begin()->options().dtype(result_dtype));
   at::TensorIteratorConfig config;
   config.set_check_mem_overlap(true).check_all_same_dtype(false).add_output(out);
   for (const Tensor& input : inputs) config.add_const_input(input);
   at::TensorIterator iter = config.build();
-  launchElementwise(eagerKernel(kernel), iter, scalars);
+  launchElementwise(kernel, iter, scalars);
   return out;
 }
 
 Tensor& binaryOut(const char* op, Result result, const Tensor& a, const Tensor& b, Tensor& out,
                   c10::ArrayRef<maiaKernelArg> scalars = {}) {
-  c10::ScalarType common = at::result_type(a, b);
+  c10::ScalarType common = at::native::result_type(a, b);
   if (result == Result::FloatOnly && c10::isIntegralType(common, /*includeBool=*/true))
     common = defaultFloat();
   const Tensor& ref = deviceOperand(a, b);
   Tensor x = onDevice(a, ref, common), y = onDevice(b, ref, common);
   c10::ScalarType result_dtype = result == Result::Bool ? c10::ScalarType::Bool : common;
-  return launchInto(out, result_dtype, std::string(op) + "_" + dtypeSuffix(common), {x, y},
-                    scalars);
+  return launchInto(out, result_dtype, eagerKernel(op, common), {x, y}, scalars);
 }
 
 Tensor& unaryOut(const char* op, Result result, const Tensor& self, Tensor& out,
@@ -90,8 +126,7 @@ Tensor& unaryOut(const char* op, Result result, const Tensor& self, Tensor& out,
     common = defaultFloat();
   Tensor x = onDevice(self, self, common);
   c10::ScalarType result_dtype = result == Result::Bool ? c10::ScalarType::Bool : common;
-  return launchInto(out, result_dtype, std::string(op) + "_" + dtypeSuffix(common), {x},
-                    scalars);
+  return launchInto(out, result_dtype, eagerKernel(op, common), {x}, scalars);
 }
 
 maiaKernelArg alphaArg(const at::Scalar& alpha, c10::ScalarType dtype, bool negate) {
@@ -111,7 +146,7 @@ maiaKernelArg alphaArg(const at::Scalar& alpha, c10::ScalarType dtype, bool nega
 
 Tensor& addOut(const Tensor& a, const Tensor& b, const at::Scalar& alpha, Tensor& out,
                bool subtract) {
-  maiaKernelArg scalar = alphaArg(alpha, at::result_type(a, b), subtract);
+  maiaKernelArg scalar = alphaArg(alpha, at::native::result_type(a, b), subtract);
   return binaryOut("add", Result::Common, a, b, out, {scalar});
 }
 
@@ -200,7 +235,7 @@ Tensor& maskedFill(Tensor& self, const Tensor& mask, const Tensor& filler) {
 
 Tensor& thresholdBackward(const Tensor& grad, const Tensor& self, const at::Scalar& threshold,
                           Tensor& out) {
-  maiaKernelArg scalar = alphaArg(threshold, at::result_type(grad, self), false);
+  maiaKernelArg scalar = alphaArg(threshold, at::native::result_type(grad, self), false);
   return binaryOut("threshold_backward", Result::Common, grad, self, out, {scalar});
 }
 
@@ -223,11 +258,11 @@ Tensor& whereOut(const Tensor& condition, const Tensor& a, const Tensor& b, Tens
   TORCH_CHECK(condition.scalar_type() == c10::ScalarType::Bool,
               "where expected condition to be a boolean tensor, but got a tensor with dtype ",
               condition.scalar_type());
-  c10::ScalarType common = at::result_type(a, b);
+  c10::ScalarType common = at::native::result_type(a, b);
   const Tensor& ref = condition.device().is_privateuseone() ? condition : deviceOperand(a, b);
   Tensor c = onDevice(condition, ref, c10::ScalarType::Bool);
   Tensor x = onDevice(a, ref, common), y = onDevice(b, ref, common);
-  return launchInto(out, common, std::string("where_") + dtypeSuffix(common), {c, x, y});
+  return launchInto(out, common, eagerKernel("where", common), {c, x, y});
 }
 
 // ---------------------------------------------------------------- registration
@@ -373,6 +408,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   MAIA_UNARY("erf", Result::FloatOnly);
   MAIA_UNARY("reciprocal", Result::FloatOnly);
   MAIA_UNARY("logical_not", Result::Bool);
+  MAIA_UNARY("ceil", Result::Common);
+  MAIA_UNARY("floor", Result::Common);
+  MAIA_UNARY("trunc", Result::Common);
+  MAIA_UNARY("round", Result::Common);
   m.impl("relu", [](const Tensor& a) {
     Tensor out;
     return unaryOut("relu", Result::Common, a, out);

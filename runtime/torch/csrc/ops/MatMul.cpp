@@ -4,7 +4,6 @@
 // accumulates in float32); other dtypes are computed on the host.
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
-#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include "MaiaCheck.h"
@@ -18,13 +17,9 @@ namespace {
 
 using at::Tensor;
 
-const char* gemmKernelName(c10::ScalarType dtype) {
-  switch (dtype) {
-    case c10::ScalarType::Float: return "gemm_f32";
-    case c10::ScalarType::BFloat16: return "gemm_bf16";
-    case c10::ScalarType::Half: return "gemm_f16";
-    default: return nullptr;
-  }
+bool hasGemmKernel(c10::ScalarType dtype) {
+  return dtype == c10::ScalarType::Float || dtype == c10::ScalarType::BFloat16 ||
+         dtype == c10::ScalarType::Half;
 }
 
 maiaKernelArg floatScalar(double value) {
@@ -48,23 +43,26 @@ void checkOperands(const char* op, const Tensor& a, const Tensor& b, int64_t ran
 }
 
 /// out[b] = alpha * a[b] @ m[b] + beta * out[b] on the device; a, m, out are
-/// 3-D (batch, rows, cols) views. beta == 0 never reads out.
+/// 3-D (batch, rows, cols) or 2-D (rows, cols: one batch) tensors, passed as
+/// rank-3 memrefs (no unsqueezed views: each would cost a dispatch). beta == 0
+/// never reads out.
 void gemm(const Tensor& a, const Tensor& m, const Tensor& out, double alpha, double beta) {
-  int64_t batch = out.size(0), rows = out.size(1), cols = out.size(2);
   if (out.numel() == 0) return;
-  c10::DeviceGuard guard(out.device());
-  const char* name = gemmKernelName(out.scalar_type());
-  if (name == nullptr) {
+  const int64_t batch = out.dim() == 3 ? out.size(0) : 1;
+  const int64_t rows = out.size(-2), cols = out.size(-1);
+  if (!hasGemmKernel(out.scalar_type())) {
     // float64 and integer products: no device kernel; computed on the host.
-    Tensor host = at::baddbmm(out.cpu(), a.cpu(), m.cpu(), beta, alpha);
-    out.copy_(host);
+    auto batched = [](const Tensor& t) { return t.dim() == 3 ? t.cpu() : t.cpu().unsqueeze(0); };
+    Tensor host = at::baddbmm(batched(out), batched(a), batched(m), beta, alpha);
+    out.copy_(host.view(out.sizes()));
     return;
   }
-  maiaKernelArg args[5] = {memrefOf(a), memrefOf(m), memrefOf(out), floatScalar(alpha),
+  // The stream is named explicitly: no device guard needed to launch on it.
+  maiaKernelArg args[5] = {memrefOf(a, 3), memrefOf(m, 3), memrefOf(out, 3), floatScalar(alpha),
                            floatScalar(beta)};
   int64_t grid[3];
   maia_gemm_grid(rows, cols, batch, deviceCores(), grid);
-  MAIA_CHECK(maiaLaunchKernel(gemmKernel(name), grid, args, 5,
+  MAIA_CHECK(maiaLaunchKernel(gemmKernel(out.scalar_type()), grid, args, 5,
                               driverStream(currentStream(out.device().index()))));
 }
 
@@ -84,7 +82,7 @@ Tensor& addmmInto(const Tensor& bias, const Tensor& a, const Tensor& m, const at
 Tensor& mmOut(const Tensor& a, const Tensor& b, Tensor& out) {
   checkOperands("mm", a, b, 2);
   at::native::resize_output(out, {a.size(0), b.size(1)});
-  gemm(a.unsqueeze(0), b.unsqueeze(0), out.unsqueeze(0), 1.0, 0.0);
+  gemm(a, b, out, 1.0, 0.0);
   return out;
 }
 
@@ -101,9 +99,8 @@ Tensor& addmmOut(const Tensor& bias, const Tensor& a, const Tensor& b, const at:
                  const at::Scalar& alpha, Tensor& out) {
   checkOperands("addmm", a, b, 2);
   at::native::resize_output(out, {a.size(0), b.size(1)});
-  Tensor out3 = out.unsqueeze(0);
   if (beta.toDouble() != 0.0 && !out.is_same(bias)) out.copy_(bias.expand(out.sizes()));
-  gemm(a.unsqueeze(0), b.unsqueeze(0), out3, alpha.toDouble(), beta.toDouble());
+  gemm(a, b, out, alpha.toDouble(), beta.toDouble());
   return out;
 }
 
@@ -121,7 +118,7 @@ Tensor& dotOut(const Tensor& a, const Tensor& b, Tensor& out) {
               a.size(0), " and ", b.size(0), " elements respectively");
   checkOperands("dot", a.unsqueeze(0), b.unsqueeze(1), 2);
   at::native::resize_output(out, {});
-  gemm(a.view({1, 1, -1}), b.view({1, -1, 1}), out.view({1, 1, 1}), 1.0, 0.0);
+  gemm(a.view({1, -1}), b.view({-1, 1}), out.view({1, 1}), 1.0, 0.0);
   return out;
 }
 
@@ -132,8 +129,7 @@ Tensor& addmvOut(const Tensor& bias, const Tensor& mat, const Tensor& vec,
   checkOperands("addmv", mat, vec.unsqueeze(1), 2);
   at::native::resize_output(out, {mat.size(0)});
   if (beta.toDouble() != 0.0 && !out.is_same(bias)) out.copy_(bias.expand(out.sizes()));
-  gemm(mat.unsqueeze(0), vec.view({1, -1, 1}), out.view({1, -1, 1}), alpha.toDouble(),
-       beta.toDouble());
+  gemm(mat, vec.view({-1, 1}), out.view({-1, 1}), alpha.toDouble(), beta.toDouble());
   return out;
 }
 

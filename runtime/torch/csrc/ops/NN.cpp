@@ -36,25 +36,6 @@ namespace {
 
 using at::Tensor;
 
-// Below this many elements of work one program (one core) is faster.
-constexpr int64_t kWorkPerProgram = 1 << 15;
-
-int64_t programsFor(int64_t units, int64_t work) {
-  if (units <= 1 || work < 2 * kWorkPerProgram) return 1;
-  return std::min<int64_t>(units, deviceCores());
-}
-
-maiaKernelArg intArg(int64_t v) { return maiaKernelArgInt(maiaDtypeI64, v); }
-
-void launch(const std::string& name, c10::ScalarType dtype, std::vector<maiaKernelArg> args,
-            int64_t programs, const c10::Device& device) {
-  c10::DeviceGuard guard(device);
-  maiaKernel_t kernel = nnKernel(name + "_" + dtypeSuffix(dtype));
-  int64_t grid[3] = {std::max<int64_t>(programs, 1), 1, 1};
-  MAIA_CHECK(maiaLaunchKernel(kernel, grid, args.data(), static_cast<int>(args.size()),
-                              driverStream(currentStream(device.index()))));
-}
-
 void checkFloating(const char* op, const Tensor& t) {
   TORCH_CHECK(at::isFloatingType(t.scalar_type()), op, ": \"", op,
               "\" not implemented for '", t.scalar_type(), "'");
@@ -79,7 +60,7 @@ Tensor softmaxForward(const Tensor& self, int64_t dim, bool half_to_float, bool 
   if (x.numel() > 0) {
     int64_t outer = prod(x.sizes(), 0, dim), n = x.size(dim),
             inner = prod(x.sizes(), dim + 1, x.dim());
-    launch("softmax", x.scalar_type(),
+    launchNn("softmax", x.scalar_type(),
            {memrefOf(out.view({outer, n, inner})), memrefOf(x.view({outer, n, inner})),
             intArg(log)},
            programsFor(outer * inner, x.numel()), x.device());
@@ -99,7 +80,7 @@ Tensor softmaxBackward(const Tensor& grad, const Tensor& output, int64_t dim,
   if (y.numel() > 0) {
     int64_t outer = prod(y.sizes(), 0, dim), n = y.size(dim),
             inner = prod(y.sizes(), dim + 1, y.dim());
-    launch("softmax_bwd", y.scalar_type(),
+    launchNn("softmax_bwd", y.scalar_type(),
            {memrefOf(gi.view({outer, n, inner})), memrefOf(g.view({outer, n, inner})),
             memrefOf(y.view({outer, n, inner})), intArg(log)},
            programsFor(outer * inner, y.numel()), y.device());
@@ -134,7 +115,7 @@ std::tuple<Tensor, Tensor, Tensor> layerNorm(const Tensor& input,
   };
   Tensor w = param(weight_opt, "weight"), b = param(bias_opt, "bias");
   if (m > 0) {
-    launch("layer_norm", x.scalar_type(),
+    launchNn("layer_norm", x.scalar_type(),
            {memrefOf(out), memrefOf(x), memrefOf(w.defined() ? w : mean),
             memrefOf(b.defined() ? b : mean), memrefOf(mean), memrefOf(rstd),
             maiaKernelArgFloat(maiaDtypeF64, eps), intArg(w.defined()), intArg(b.defined())},
@@ -165,7 +146,7 @@ std::tuple<Tensor, Tensor, Tensor> layerNormBackward(
   if (mask[0]) {
     dx = at::empty({m, n}, x.options());
     if (m > 0)
-      launch("layer_norm_bwd", dtype,
+      launchNn("layer_norm_bwd", dtype,
              {memrefOf(dx), memrefOf(dy), memrefOf(x), memrefOf(mean), memrefOf(rstd),
               memrefOf(has_w ? w : mean), intArg(has_w)},
              programsFor(m, m * n), x.device());
@@ -178,7 +159,7 @@ std::tuple<Tensor, Tensor, Tensor> layerNormBackward(
       dw_flat.zero_();
       db_flat.zero_();
     } else if (n > 0) {
-      launch("layer_norm_bwd_wb", dtype,
+      launchNn("layer_norm_bwd_wb", dtype,
              {memrefOf(dw_flat), memrefOf(db_flat), memrefOf(dy), memrefOf(x), memrefOf(mean),
               memrefOf(rstd), intArg(want_w), intArg(want_b)},
              programsFor(n, m * n), x.device());
@@ -231,7 +212,7 @@ std::tuple<Tensor, Tensor> nllLossForward(const Tensor& self, const Tensor& targ
     total_weight.zero_();
     return {out, total_weight};
   }
-  launch("nll_loss", x.scalar_type(),
+  launchNn("nll_loss", x.scalar_type(),
          {memrefOf(out.view({-1})), memrefOf(total_weight.view({1})), memrefOf(x), memrefOf(t),
           memrefOf(has_w ? w : total_weight.view({1})), intArg(has_w), intArg(reduction),
           intArg(ignore_index)},
@@ -256,7 +237,7 @@ Tensor nllLossBackward(const Tensor& grad_output, const Tensor& self, const Tens
   Tensor tw = total_weight.to(dtype).contiguous().view({1});
   const bool has_w = weight_opt.has_value() && weight_opt->defined();
   Tensor w = has_w ? weight_opt->to(dtype).contiguous().view({classes}) : Tensor();
-  launch("nll_loss_bwd", dtype,
+  launchNn("nll_loss_bwd", dtype,
          {memrefOf(gi), memrefOf(go), memrefOf(t), memrefOf(has_w ? w : tw), memrefOf(tw),
           intArg(has_w), intArg(reduction), intArg(ignore_index)},
          programsFor(rows, rows * classes), self.device());
@@ -319,7 +300,7 @@ Tensor indexSelect(const Tensor& self, int64_t dim, const Tensor& index) {
                       "positive");
     int64_t outer = prod(x.sizes(), 0, dim), n = x.size(dim),
             inner = prod(x.sizes(), dim + 1, x.dim()), m = idx.numel();
-    launch("index_select", x.scalar_type(),
+    launchNn("index_select", x.scalar_type(),
            {memrefOf(out.view({outer, m, inner})), memrefOf(x.view({outer, n, inner})),
             memrefOf(idx)},
            programsFor(outer * m, out.numel()), x.device());
@@ -357,7 +338,7 @@ Tensor& indexAddInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor
   Tensor idx = index.reshape({-1}).to(c10::ScalarType::Long).contiguous();
   const int64_t outer = prod(dense.sizes(), 0, dim), n = dense.size(dim),
                 inner = prod(dense.sizes(), dim + 1, dense.dim());
-  launch("index_add", dense.scalar_type(),
+  launchNn("index_add", dense.scalar_type(),
          {memrefOf(dense.view({outer, n, inner})), memrefOf(idx),
           memrefOf(src.view({outer, count, inner})),
           maiaKernelArgFloat(maiaDtypeF64, alpha.isIntegral(true) ? static_cast<double>(
@@ -385,7 +366,7 @@ Tensor embeddingDenseBackward(const Tensor& grad_output, const Tensor& indices,
   Tensor grad = grad_output.contiguous().view({idx.numel(), width});
   Tensor gw = at::empty({num_weights, width}, grad.options());
   if (gw.numel() == 0) return gw;
-  launch("embedding_bwd", grad.scalar_type(),
+  launchNn("embedding_bwd", grad.scalar_type(),
          {memrefOf(gw), memrefOf(grad), memrefOf(idx), intArg(padding_idx)},
          programsFor(width, idx.numel() * width + gw.numel()), grad.device());
   return gw;
@@ -415,7 +396,7 @@ Tensor gatherOp(const Tensor& self, int64_t dim, const Tensor& index, bool spars
   }
   Tensor idx = index.to(c10::ScalarType::Long);
   const int64_t pad = 4 - std::max<int64_t>(self.dim(), 1);
-  launch("gather", self.scalar_type(),
+  launchNn("gather", self.scalar_type(),
          {memrefOf(rank4(out)), memrefOf(rank4(self)), memrefOf(rank4(idx)),
           intArg(dim + pad)},
          programsFor(index.numel() / std::max<int64_t>(index.dim() ? index.size(dim) : 1, 1),
@@ -443,7 +424,7 @@ Tensor& scatterInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor&
   }
   Tensor idx = index.to(c10::ScalarType::Long);
   const int64_t pad = 4 - std::max<int64_t>(out.dim(), 1);
-  launch("scatter", out.scalar_type(),
+  launchNn("scatter", out.scalar_type(),
          {memrefOf(rank4(out)), memrefOf(rank4(idx)), memrefOf(rank4(src)), intArg(dim + pad),
           intArg(mode)},
          programsFor(index.numel() / std::max<int64_t>(index.dim() ? index.size(dim) : 1, 1),
