@@ -3,20 +3,19 @@
 // instead of reaching the boxed fallback).
 //
 // 1-D and 2-D convolutions (any stride, padding, dilation, groups) run on the
-// device as im2col + GEMM, built from native maia operators: one strided
-// copy per kernel tap gathers the columns, the GEMM kernel multiplies, and
-// the backward scatters the column gradient back with one strided add per
-// tap. Transposed and 3-D convolutions compute on the host, counted and
-// warned like any fallback.
+// device as im2col + GEMM: the im2col kernel gathers the columns (padding
+// implicit), the GEMM kernel multiplies, and the backward's col2im kernel
+// folds the column gradient back (runtime/kernels/nn/im2col.h). Transposed
+// and 3-D convolutions compute on the host, counted and warned like any
+// fallback.
 #include <ATen/native/ConvUtils.h>
-#include <ATen/ops/constant_pad_nd.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
+#include "ops/EagerKernels.h"
 #include "ops/Fallback.h"
 
 namespace torch_maia::ops {
@@ -56,41 +55,34 @@ struct Conv2d {
   int64_t taps() const { return kh * kw; }
   int64_t columns() const { return n * oh * ow; }
 
-  /// The input positions kernel tap (i, j) reads, as a view [N, C, OH, OW]
-  /// of the padded input.
-  Tensor tapView(const Tensor& padded, int64_t i, int64_t j) const {
-    return padded.as_strided(
-        {padded.size(0), padded.size(1), oh, ow},
-        {padded.stride(0), padded.stride(1), padded.stride(2) * sh, padded.stride(3) * sw},
-        padded.storage_offset() + i * dh * padded.stride(2) + j * dw * padded.stride(3));
+  /// The geometry arguments of the im2col/col2im kernels.
+  std::vector<maiaKernelArg> geometry() const {
+    std::vector<maiaKernelArg> args;
+    for (int64_t v : {kh, kw, sh, sw, ph, pw, dh, dw, oh, ow}) args.push_back(intArg(v));
+    return args;
   }
 
-  /// cols[(c * KH + i) * KW + j, (n * OH + y) * OW + x] = padded[n, c, y*sh + i*dh, x*sw + j*dw]
-  Tensor im2col(const Tensor& padded) const {
-    int64_t channels = padded.size(1);
-    Tensor cols = at::empty({channels, kh, kw, n, oh, ow}, padded.options());
-    for (int64_t i = 0; i < kh; ++i) {
-      for (int64_t j = 0; j < kw; ++j) {
-        cols.select(1, i).select(1, j).copy_(tapView(padded, i, j).permute({1, 0, 2, 3}));
-      }
-    }
-    return cols.view({channels * kh * kw, columns()});
+  /// cols[(c * KH + i) * KW + j, (n * OH + y) * OW + x] = input[n, c, y*sh - ph + i*dh, x*sw - pw + j*dw],
+  /// zero in the padding: one kernel launch.
+  Tensor im2col(const Tensor& input) const {
+    int64_t rows = input.size(1) * taps();
+    Tensor cols = at::empty({rows, columns()}, input.options());
+    std::vector<maiaKernelArg> args = {memrefOf(cols), memrefOf(input)};
+    for (const maiaKernelArg& arg : geometry()) args.push_back(arg);
+    launchNn("im2col", input.scalar_type(), args, programsFor(rows, cols.numel()),
+             input.device());
+    return cols;
   }
 
-  /// The adjoint of im2col: adds the columns back onto a padded gradient.
-  void col2imAdd(const Tensor& cols, const Tensor& padded_grad) const {
-    int64_t channels = padded_grad.size(1);
-    Tensor taps = cols.view({channels, kh, kw, n, oh, ow});
-    for (int64_t i = 0; i < kh; ++i) {
-      for (int64_t j = 0; j < kw; ++j) {
-        tapView(padded_grad, i, j).add_(taps.select(1, i).select(1, j).permute({1, 0, 2, 3}));
-      }
-    }
+  /// The adjoint of im2col: the input gradient of the columns' gradient.
+  void col2im(const Tensor& cols, const Tensor& input_grad) const {
+    std::vector<maiaKernelArg> args = {memrefOf(input_grad), memrefOf(cols)};
+    for (const maiaKernelArg& arg : geometry()) args.push_back(arg);
+    int64_t planes = input_grad.size(0) * input_grad.size(1);
+    launchNn("col2im", input_grad.scalar_type(), args, programsFor(planes, input_grad.numel()),
+             input_grad.device());
   }
 
-  Tensor pad(const Tensor& input) const {
-    return ph == 0 && pw == 0 ? input : at::constant_pad_nd(input, {pw, pw, ph, ph}, 0);
-  }
 };
 
 bool runsOnDevice(const Tensor& input, bool transposed) {
@@ -109,11 +101,10 @@ Tensor deviceConvolution(const Tensor& input, const Tensor& weight, const Tensor
   bool one_d = input.dim() == 3;
   Tensor x = as2d(input), wt = as2d(weight);
   Conv2d conv(x, wt, params2d(stride, 1), params2d(padding, 0), params2d(dilation, 1), groups);
-  Tensor padded = conv.pad(x);
   Tensor out = at::empty({conv.o, conv.n, conv.oh, conv.ow}, input.options());
   int64_t cg = conv.groupInputs(), og = conv.groupOutputs();
   for (int64_t g = 0; g < groups; ++g) {
-    Tensor cols = conv.im2col(padded.narrow(1, g * cg, cg));
+    Tensor cols = conv.im2col(x.narrow(1, g * cg, cg));
     Tensor kernel = wt.narrow(0, g * og, og).reshape({og, cg * conv.taps()});
     out.narrow(0, g * og, og).view({og, conv.columns()}).copy_(kernel.mm(cols));
   }
@@ -133,26 +124,18 @@ std::tuple<Tensor, Tensor, Tensor> deviceConvolutionBackward(
   // [O, N * OH * OW], the layout of the forward GEMM's result
   Tensor grad_columns = gy.permute({1, 0, 2, 3}).reshape({conv.o, conv.columns()});
   Tensor grad_input, grad_weight, grad_bias;
-  Tensor padded = output_mask[1] ? conv.pad(x) : Tensor();
-  Tensor padded_grad;
-  if (output_mask[0]) {
-    padded_grad = at::zeros({conv.n, conv.c, conv.h + 2 * conv.ph, conv.w + 2 * conv.pw},
-                            input.options());
-  }
+  if (output_mask[0]) grad_input = at::empty({conv.n, conv.c, conv.h, conv.w}, input.options());
   if (output_mask[1]) grad_weight = at::empty_like(wt, at::MemoryFormat::Contiguous);
   for (int64_t g = 0; g < groups; ++g) {
     Tensor gy_g = grad_columns.narrow(0, g * og, og);
     Tensor kernel = wt.narrow(0, g * og, og).reshape({og, cg * conv.taps()});
-    if (output_mask[0]) {
-      conv.col2imAdd(kernel.t().mm(gy_g), padded_grad.narrow(1, g * cg, cg));
-    }
+    if (output_mask[0]) conv.col2im(kernel.t().mm(gy_g), grad_input.narrow(1, g * cg, cg));
     if (output_mask[1]) {
-      Tensor cols = conv.im2col(padded.narrow(1, g * cg, cg));
+      Tensor cols = conv.im2col(x.narrow(1, g * cg, cg));
       grad_weight.narrow(0, g * og, og).view({og, cg * conv.taps()}).copy_(gy_g.mm(cols.t()));
     }
   }
   if (output_mask[0]) {
-    grad_input = padded_grad.narrow(2, conv.ph, conv.h).narrow(3, conv.pw, conv.w);
     if (input.dim() == 3) grad_input = grad_input.squeeze(2);
     grad_input = grad_input.contiguous(input.suggest_memory_format());
   }
