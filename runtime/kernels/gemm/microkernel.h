@@ -43,11 +43,12 @@ inline vfloat vmul(vfloat a, vfloat b) { return _mm256_mul_ps(a, b); }
 
 constexpr int kNR = 2 * kVec;
 
-/// c[i * ldc + j] = alpha * sum_k a[k * kMR + i] * b[k * kNR + j] + beta * c[...]
+/// c[i * ldc + j] = alpha * sum_k a[k * kMR + i] * b[k * ldb + j] + beta * c[...]
 /// over the full kMR x kNR tile, unit column stride. beta == 0 never reads
-/// c (it may hold NaN). a and b are 64-byte aligned packed panels.
+/// c (it may hold NaN). a is a packed panel; b a packed panel (ldb = kNR) or
+/// kNR columns of a row-major B read in place (ldb = its row stride).
 inline void microKernel(int64_t kc, const float* __restrict a, const float* __restrict b,
-                        float* __restrict c, int64_t ldc, float alpha, float beta) {
+                        int64_t ldb, float* __restrict c, int64_t ldc, float alpha, float beta) {
   vfloat acc[kMR][2];
 #pragma GCC unroll 16
   for (int i = 0; i < kMR; ++i) {
@@ -61,7 +62,7 @@ inline void microKernel(int64_t kc, const float* __restrict a, const float* __re
   // slower); 2 keeps all of them in registers for both ISAs.
 #pragma GCC unroll 2
   for (int64_t k = 0; k < kc; ++k) {
-    vfloat b0 = vload(b), b1 = vload(b + kVec);
+    vfloat b0 = vloadu(b), b1 = vloadu(b + kVec);
 #pragma GCC unroll 16
     for (int i = 0; i < kMR; ++i) {
       vfloat ai = vset1(a[i]);
@@ -69,7 +70,7 @@ inline void microKernel(int64_t kc, const float* __restrict a, const float* __re
       acc[i][1] = vfma(ai, b1, acc[i][1]);
     }
     a += kMR;
-    b += kNR;
+    b += ldb;
   }
   vfloat va = vset1(alpha);
   if (beta == 0.0f) {
