@@ -91,12 +91,4 @@ class IndexEmitter:
         remainder = self._apply("arith.remsi", a, b)
         if nonnegative:
             return remainder
-        # Python's % takes the divisor's sign: add b when the signs differ.
-        k, buf = self.kernel, self.buffer
-        r, b = k.unify_shape(remainder, b, buf)
-        zero = k.broadcast(k.index_constant(0), buf) if r.vec else k.index_constant(0)
-        r_neg = k.compare(buf, "slt", r, zero)
-        b_neg = k.compare(buf, "slt", b, zero)
-        r_nonzero = k.compare(buf, "ne", r, zero)
-        fix = k.logical(buf, "arith.andi", k.logical(buf, "arith.xori", r_neg, b_neg), r_nonzero)
-        return k.select(buf, fix, self._apply("arith.addi", r, b), r)
+        return self.kernel.python_remainder(self.buffer, remainder, b)

@@ -60,15 +60,10 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
         self.prologue = IndentedBuffer()  # constants and accumulator slots
         self.segment_init = IndentedBuffer()  # accumulator resets, before a loop
         self.vector_ranges: dict[str, VectorRange] = {}
-        self.lane_mask = None  # tail mask of the current vector loop
-        self.lane_start = None  # induction variable of the current vector loop
-        self.row_var = None
-        self.segment = 0
         self._slot_ids = itertools.count()
         self._segment_ids = itertools.count()  # per kernel: equal groups, equal text
-        self.origins_comment = ""
-        self._first_segment = self.segment = next(self._segment_ids)
-        self._begin_vector_loop()
+        self.segment = next(self._segment_ids)
+        self._begin_vector_loop()  # names row_var, lane_start, lane_mask, r_var
         self.x_var = _Arg("%x", "index")
         # Reductions over a non-contiguous dimension (sum over rows, bias
         # gradients, batch norm) put the lanes on x instead: see finalize_indexing.
@@ -179,8 +174,7 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
         self.lane_start = _Arg(f"%lane{n}", "index")
         self.lane_mask = _Arg(f"%mask{n}", torch.bool, vec=True)
 
-    def _loop_header(self, code, tree_prefix: str, start: str, stop: str, rows_start: str,
-                     rows_stop: str):
+    def _loop_header(self, code, start: str, stop: str, rows_start: str, rows_stop: str):
         n = self.segment
         c1, cvl = self.index_constant(1), self.index_constant(VL)
         code.writeline(f"scf.for {self.row_var} = {rows_start} to {rows_stop} step {c1} {{")
@@ -209,7 +203,7 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
             self.body.splice(self.stores)
             return
         c0 = self.index_constant(0)
-        self._loop_header(self.body, "r0_", c0, "%r_inner", c0, "%r_rows")
+        self._loop_header(self.body, c0, "%r_inner", c0, "%r_rows")
         self.body.splice(self.loads)
         self.body.splice(self.compute)
         self._loop_footer(self.body)
@@ -225,8 +219,6 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
 
         name = name or KERNEL_NAME_PLACEHOLDER
         signature = ", ".join(f"{ssa}: {ty}" for ssa, ty, _ in args)
-        if self.origins_comment:
-            code.writeline(self.origins_comment)
         code.writeline(f"func.func @{name}({signature}) attributes {{maia.kernel, "
                        f"maia.grid_rank = {2 if self.lanes_over_x else 1}}} {{")
         with code.indent():
@@ -239,7 +231,7 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
                     code.splice(self.body)
                 code.writeline("}")
             else:
-                self._loop_header(code, "x", "%x_chunk_start", "%x_chunk_stop", "%x_row_start",
+                self._loop_header(code, "%x_chunk_start", "%x_chunk_stop", "%x_row_start",
                                   "%x_row_stop")
                 code.splice(self.body)
                 self._loop_footer(code)
@@ -260,10 +252,10 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
         def value(expr):
             return emitter.emit(self._renamed(sympy.sympify(expr)))
 
+        xnumel = value(self._numel("x"))
+        inner = value(self.vector_range(self.vector_tree()).inner)
         if not self.lanes_over_x:
-            xnumel = value(self._numel("x"))
             rnumel = value(self._numel("r0_"))
-            inner = value(self.vector_range(self.vector_tree()).inner)
             lines += [
                 "%pid = maia.program_id 0",
                 "%nprog = maia.num_programs 0",
@@ -276,8 +268,6 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
                 f"%r_rows = arith.divsi {rnumel}, %r_inner : index",
             ]
         else:
-            xnumel = value(self._numel("x"))
-            inner = value(self.vector_range(self.vector_tree()).inner)
             one = self.index_constant(1)
             lines += [
                 "%pid = maia.program_id 0",

@@ -75,9 +75,6 @@ class LaneIndexing:
     def scalar_var(self):
         return self.r_var if self.lanes_over_x else self.x_var
 
-    def x_tree(self):
-        return next(t for t in self.range_trees if t.prefix == "x")
-
     def finalize_indexing(self, indices) -> None:
         # Every entry exists now: choose the lanes' range and freeze its row
         # split before any code uses it.
@@ -136,8 +133,7 @@ class LaneIndexing:
 
     def _lane_vector(self, buffer):
         def make():
-            iota = self.emit(self.prologue, "arith.constant dense<[" + ", ".join(
-                str(i) for i in range(VL)) + f"]> : {mt.index_type(True)}", "index", True)
+            iota = self._iota_vector()
             start = self.broadcast(self.lane_start, buffer)
             return self.emit(buffer, f"arith.addi {start}, {iota} : {mt.index_type(True)}",
                              "index", True)
@@ -151,28 +147,14 @@ class LaneIndexing:
     def affine_split(self, index: sympy.Expr):
         """(base, stride) with index = base + stride * lane for the vector
         range, base and stride uniform; None if index is not affine."""
-        tree = self.vector_tree()
-        vrange = self.vector_range(tree)
-        subs = {}
-        for symbol in index.free_symbols:
-            entry = self.range_tree_nodes.get(symbol)
-            if symbol.name in self.cse.varname_map:
-                if self.cse.varname_map[symbol.name].vec:
-                    return None
-                continue
-            if entry is None or entry.root is not tree:
-                continue
-            form = vrange.lane_form(entry)
-            if form is None:
-                return None
-            uniform, lane = form
-            subs[symbol] = uniform + (LANE if lane else 0)
-        expanded = sympy.expand(index.subs(subs, simultaneous=True))
-        stride = expanded.coeff(LANE)
-        base = sympy.expand(expanded - stride * LANE)
-        if LANE in base.free_symbols or LANE in stride.free_symbols:
+        values = self.cse.varname_map
+        if any(values[s.name].vec for s in index.free_symbols if s.name in values):
+            return None  # indirect through per-lane values
+        lanes = sympy.expand(self._lane_substituted(index))
+        stride = _stride(lanes, LANE)
+        if stride is None or LANE in stride.free_symbols:
             return None
-        return base, stride
+        return sympy.expand(lanes - stride * LANE), stride
 
     def emit_index(self, index: sympy.Expr, buffer):
         """Emits index for the current context: an `index` scalar, or per lane."""
@@ -201,7 +183,7 @@ class LaneIndexing:
         """How the lanes address memory at index: ("scalar" | "broadcast" |
         "contiguous" | "gather", base, per-lane offsets from base)."""
         if not self.vector_context():
-            return "scalar", self._emitter(buffer).emit(self._renamed(index)), None
+            return "scalar", self.emit_index(index, buffer), None
         split = self.affine_split(index)
         if split is not None:
             base, stride = split
@@ -213,8 +195,8 @@ class LaneIndexing:
                 return "contiguous", start, None
             offsets = self._emitter(buffer, self._iota_vector).emit(self._renamed(stride * LANE))
             return "gather", start, self.broadcast(offsets, buffer)
-        lanes = self._emitter(buffer).emit(self._renamed(self._lane_substituted(index)))
-        return "gather", self.index_constant(0), self.broadcast(lanes, buffer)
+        return "gather", self.index_constant(0), self.broadcast(self.emit_index(index, buffer),
+                                                                  buffer)
 
     def _iota_vector(self):
         return self.emit(self.prologue, "arith.constant dense<[" + ", ".join(

@@ -77,8 +77,7 @@ class MemoryAccess:
             return self.emit(buffer, load, _storage_dtype(dtype), False)
         # A masked scalar load must not touch memory when the mask is off.
         other_value = self.constant(other, _storage_dtype(dtype))
-        result = self.cse.newvar()
-        result.mdtype, result.vec, result.scope = _storage_dtype(dtype), False, self.scope_of(buffer)
+        result = self.typed_newvar(buffer, _storage_dtype(dtype), False)
         buffer.writeline(f"{result} = scf.if {mask} -> ({elem}) {{")
         with buffer.indent():
             buffer.writeline(f"%loaded{result.name[2:]} = {load}")
@@ -97,9 +96,7 @@ class MemoryAccess:
         if dtype in (torch.float16, torch.bfloat16):
             return self.emit(buffer, f"arith.extf {raw} : {self.mlir_type(dtype, raw.vec)} to "
                              f"{self.mlir_type(torch.float32, raw.vec)}", torch.float32, raw.vec)
-        if dtype == torch.uint8:
-            return raw  # stored as i8; the CSE variable keeps uint8 semantics
-        return raw
+        return raw  # uint8 is stored as i8; the value keeps uint8 semantics
 
     def _to_storage(self, value, dtype, buffer):
         if dtype == torch.bool:
@@ -175,18 +172,10 @@ class MemoryAccess:
             buffer.writeline(DeferredLine(name, line))
 
     def store_reduction(self, name: str, index: sympy.Expr, value) -> None:
-        if self.outer_reduction:  # one result per lane: a vector store after the loop
-            self._store_lanes(name, self.prepare_indexing(index), value, self.stores)
-            return
-        var = f"%{self.args.output(name)}"
-        dtype = V.graph.get_dtype(name)
-        index = self.prepare_indexing(index)
-        buffer = self.stores
+        # After the loop: one scalar result per x, or one per lane when the
+        # lanes walk x (outer reductions).
         with self._scalar_context():
-            stored = self._to_storage(value, dtype, buffer)
-            address = self._emitter(buffer).emit(self._renamed(index))
-        self.stores.writeline(DeferredLine(
-            name, f"memref.store {stored}, {var}[{address}] : {self.memref_type(name)}"))
+            self._store_lanes(name, self.prepare_indexing(index), value, self.stores)
 
     @contextlib.contextmanager
     def _scalar_context(self):
@@ -234,5 +223,4 @@ class MemoryAccess:
 
 
 def _storage_dtype(dtype):
-    return torch.int8 if dtype in (torch.bool,) else (
-        torch.uint8 if dtype == torch.uint8 else dtype)
+    return torch.int8 if dtype == torch.bool else dtype

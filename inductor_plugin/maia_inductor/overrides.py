@@ -222,24 +222,15 @@ class MaiaOverrides(OpOverrides):
     def mod(a, b):
         return _binary(a, b, "arith.remf", "arith.remsi", "arith.remui")
 
-    @staticmethod
-    def fmod(a, b):
-        return _binary(a, b, "arith.remf", "arith.remsi", "arith.remui")
+    fmod = mod  # C's fmod truncates like mod
 
     @staticmethod
     def remainder(a, b):
-        k = _k()
         a, b = _promote(a, b)
         r = MaiaOverrides.mod(a, b)
         if mt.is_unsigned(a.mdtype):
             return r
-        zero = k.constant(0, a.mdtype)
-        pred = "olt" if mt.is_float(a.mdtype) else "slt"
-        ne = "une" if mt.is_float(a.mdtype) else "ne"
-        signs_differ = k.logical(k.compute, "arith.xori", k.compare(k.compute, pred, r, zero),
-                                 k.compare(k.compute, pred, b, zero))
-        fix = k.logical(k.compute, "arith.andi", signs_differ, k.compare(k.compute, ne, r, zero))
-        return k.select(k.compute, fix, MaiaOverrides.add(r, b), r)
+        return _k().python_remainder(_k().compute, r, b)
 
     @staticmethod
     def pow(a, b):

@@ -60,7 +60,7 @@ class MaiaCSE(CSE):
                     var.dtype = expr.dtype
                 else:  # index values, or narrow f32 vectors of lane merges
                     var.dtype = torch.int64 if expr.dtype == "index" else torch.float32
-            var.scope = V.kernel.scope_of(buffer)
+            var.scope = kernel.scope_of(buffer)
         return var
 
 
@@ -90,25 +90,27 @@ class ValueEmitter:
     def emit(self, buffer, text: str, dtype, vec: bool):
         return self.cse.generate(buffer, Typed(text, dtype, vec))
 
-    def emit_uncached(self, buffer, text: str, dtype, vec: bool):
-        """For reads of mutable state (accumulator slots): never shared."""
+    def typed_newvar(self, buffer, dtype, vec: bool):
+        """A fresh variable, outside the CSE, defined by the caller in buffer."""
         var = self.cse.newvar()
         var.mdtype, var.vec, var.scope = dtype, vec, self.scope_of(buffer)
+        return var
+
+    def emit_uncached(self, buffer, text: str, dtype, vec: bool):
+        """For reads of mutable state (accumulator slots): never shared."""
+        var = self.typed_newvar(buffer, dtype, vec)
         buffer.writeline(f"{var} = {text}")
         return var
 
     def emit_pair(self, buffer, text: str, dtype, vec: bool):
         """An operation with two results (e.g. arith.mului_extended)."""
-        first, second = self.cse.newvar(), self.cse.newvar()
-        for var in (first, second):
-            var.mdtype, var.vec, var.scope = dtype, vec, self.scope_of(buffer)
+        first, second = self.typed_newvar(buffer, dtype, vec), self.typed_newvar(buffer, dtype, vec)
         buffer.writeline(f"{first}, {second} = {text}")
         return first, second
 
     def constant(self, value, dtype, vec: bool = False):
         ty = self.mlir_type(dtype, vec)
-        lit = "0" if dtype == "index" and value == 0 else (
-            str(int(value)) if dtype == "index" else mt.literal(value, dtype))
+        lit = str(int(value)) if dtype == "index" else mt.literal(value, dtype)
         if vec:
             text = f"arith.constant dense<{lit}> : {ty}"
         elif dtype == torch.bool:
@@ -170,6 +172,20 @@ class ValueEmitter:
         cond_ty = f"{self.mlir_type(torch.bool, True)}, " if cond.vec else ""
         return self.emit(buffer, f"arith.select {cond}, {a}, {b} : {cond_ty}{ty}",
                          a.mdtype, a.vec)
+
+    def python_remainder(self, buffer, r, b):
+        """Python's a % b (the divisor's sign) from the truncated remainder
+        r = a rem b: add b where r is nonzero and its sign differs from b's."""
+        r, b = self.unify_shape(r, b, buffer)
+        is_float = r.mdtype != "index" and mt.is_float(r.mdtype)
+        less, not_equal = ("olt", "une") if is_float else ("slt", "ne")
+        zero = self.constant(0, r.mdtype)
+        signs_differ = self.logical(buffer, "arith.xori", self.compare(buffer, less, r, zero),
+                                    self.compare(buffer, less, b, zero))
+        fix = self.logical(buffer, "arith.andi", signs_differ,
+                           self.compare(buffer, not_equal, r, zero))
+        shifted = self.logical(buffer, "arith.addf" if is_float else "arith.addi", r, b)
+        return self.select(buffer, fix, shifted, r)
 
     # ------------------------------------------------------------- conversion
     def convert(self, value, dtype: torch.dtype, buffer=None):

@@ -1,7 +1,5 @@
 """Compile on maia, run eagerly on CPU, compare."""
 
-import copy
-
 import torch
 
 # Per dtype: (atol, rtol) for compiled maia against eager CPU. float32 is
@@ -43,21 +41,6 @@ def assert_compiled_matches(fn, *args, dtype=torch.float32, atol=None, rtol=None
                                atol=default_atol if atol is None else atol,
                                rtol=default_rtol if rtol is None else rtol, equal_nan=True)
     return actual
-
-
-def assert_module_matches(module, *args, dtype=torch.float32, atol=None, rtol=None,
-                          **compile_options):
-    """A module compiled on maia (its own copy) against the module on CPU."""
-    module = module.eval()
-    on_maia = copy.deepcopy(module).to("maia")
-    compiled = torch.compile(on_maia, **compile_options)
-    default_atol, default_rtol = TOLERANCES[dtype]
-    with torch.no_grad():
-        expected = module(*args)
-        actual = compiled(*to_maia(args))
-    torch.testing.assert_close(to_cpu(actual), to_cpu(expected),
-                               atol=default_atol if atol is None else atol,
-                               rtol=default_rtol if rtol is None else rtol, equal_nan=True)
 
 
 def kernel_count(fn, *args, **compile_options) -> int:

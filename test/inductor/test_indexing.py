@@ -1,6 +1,5 @@
 """Indirect indexing: embedding, gather, index, index_put, scatter; bounds."""
 
-import pytest
 import torch
 import torch.nn.functional as F
 from compile_support import assert_compiled_matches
