@@ -1,9 +1,11 @@
 """What the OpInfo sweeps (test_opinfo_*.py) share: the dtypes maia supports,
-moving sample arguments to maia, parametrizing (op, dtype) cases, and
-checking that an operation did not fall back to the host."""
+moving sample arguments to maia, parametrizing (op, dtype) cases, checking
+that an operation did not fall back to the host, the forward comparison of
+an op's samples, and the maia leaves of a gradient comparison."""
 
 import pytest
 import torch
+from torch.utils._pytree import tree_flatten, tree_map
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
           torch.int16, torch.int8, torch.uint8, torch.bool]
@@ -37,3 +39,66 @@ def new_fallbacks(before):
 def forbid_fallback(before, what):
     grew = new_fallbacks(before)
     assert not grew, f"{what} fell back to the host for: {grew}"
+
+
+def assert_close_tree(actual, expected, msg=None, **tol):
+    """assert_close over a tensor or a (nested) tuple/list of them."""
+    if isinstance(expected, (tuple, list)):
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_close_tree(a, e, msg, **tol)
+        return
+    torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, msg=msg, **tol)
+
+
+def run_on_maia(op, sample, convert=to_maia):
+    """op on sample's input, args and kwargs with each tensor converted."""
+    return op(tree_map(convert, sample.input), *tree_map(convert, sample.args),
+              **tree_map(convert, sample.kwargs))
+
+
+def check_forward_samples(op, dtype, skip_kwargs, tolerances, check_fallback):
+    """Runs op's CPU samples at dtype on the CPU and on maia: a sample the CPU
+    refuses must be refused on maia too, the others must match within
+    tolerances; check_fallback(before, sample) judges the host fallbacks
+    since the fallback counts `before`."""
+    samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
+    assert samples, "no sample inputs"
+    for sample in samples:
+        if skip_kwargs & set(sample.kwargs):
+            continue
+        try:
+            expected = op(sample.input, *sample.args, **sample.kwargs)
+        except Exception as error:  # the CPU refuses this sample: maia must refuse it too
+            with pytest.raises(type(error)):
+                run_on_maia(op, sample)
+                torch.maia.synchronize()
+            continue
+        before = torch.maia.fallback_counts()
+        actual = run_on_maia(op, sample)
+        check_fallback(before, sample)
+        assert_close_tree(actual, expected, lambda m: f"{op.name} {dtype} {sample}: {m}",
+                          **tolerances)
+
+
+def maia_leaves(values):
+    """For a gradient comparison: the CPU tensors among values that require
+    grad, fresh maia leaves copied from them, and a converter mapping each of
+    those CPU tensors to its maia leaf (other tensors to maia copies)."""
+    leaves_cpu = [t for t in tree_flatten(values)[0]
+                  if isinstance(t, torch.Tensor) and t.requires_grad]
+    leaves_maia = [t.detach().to("maia").requires_grad_() for t in leaves_cpu]
+    mapping = {id(c): m for c, m in zip(leaves_cpu, leaves_maia)}
+
+    def convert(x):
+        return mapping.get(id(x), to_maia(x)) if isinstance(x, torch.Tensor) else x
+
+    return leaves_cpu, leaves_maia, convert
+
+
+def assert_grads_close(expected_grads, actual_grads, **tol):
+    for expected, actual in zip(expected_grads, actual_grads):
+        if expected is None:
+            assert actual is None
+        else:
+            torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, **tol)

@@ -7,9 +7,9 @@ Each (op, dtype) must run without the host fallback."""
 import pytest
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
-from torch.utils._pytree import tree_map
 
-from opinfo_support import LOW_PRECISION_TOLERANCES, cases, forbid_fallback, to_maia
+from opinfo_support import (LOW_PRECISION_TOLERANCES, assert_grads_close, cases,
+                            check_forward_samples, forbid_fallback, maia_leaves, run_on_maia)
 
 NATIVE = [
     "add", "sub", "mul", "div", "floor_divide", "maximum", "minimum", "pow",
@@ -46,26 +46,8 @@ def tolerances(op, dtype):
 
 @pytest.mark.parametrize("op,dtype", list(cases(OPS)))
 def test_matches_cpu(op, dtype):
-    samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
-    assert samples, "no sample inputs"
-    for sample in samples:
-        if UNSUPPORTED_SAMPLE_KWARGS & set(sample.kwargs):
-            continue
-        try:
-            expected = op(sample.input, *sample.args, **sample.kwargs)
-        except Exception as error:  # the CPU refuses this sample: maia must refuse it too
-            with pytest.raises(type(error)):
-                op(to_maia(sample.input), *tree_map(to_maia, sample.args),
-                   **tree_map(to_maia, sample.kwargs))
-                torch.maia.synchronize()
-            continue
-        before = torch.maia.fallback_counts()
-        actual = op(to_maia(sample.input), *tree_map(to_maia, sample.args),
-                    **tree_map(to_maia, sample.kwargs))
-        forbid_fallback(before, op.name)
-        torch.testing.assert_close(actual.cpu(), expected, equal_nan=True,
-                                   msg=lambda m: f"{op.name} {dtype} {sample}: {m}",
-                                   **tolerances(op, dtype))
+    check_forward_samples(op, dtype, UNSUPPORTED_SAMPLE_KWARGS, tolerances(op, dtype),
+                          lambda before, sample: forbid_fallback(before, op.name))
 
 
 GRAD_OPS = [op for op in OPS if op.supports_autograd]
@@ -82,19 +64,10 @@ def test_gradients_match_cpu(op, dtype):
         expected = op(sample.input, *sample.args, **sample.kwargs)
         if not isinstance(expected, torch.Tensor) or not expected.requires_grad:
             continue
-        leaves_cpu = [t for t in [sample.input, *sample.args]
-                      if isinstance(t, torch.Tensor) and t.requires_grad]
-        leaves_maia = [t.detach().to("maia").requires_grad_() for t in leaves_cpu]
-        mapping = {id(c): m for c, m in zip(leaves_cpu, leaves_maia)}
-        convert = lambda x: mapping.get(id(x), to_maia(x)) if isinstance(x, torch.Tensor) else x
-        actual = op(convert(sample.input), *[convert(a) for a in sample.args],
-                    **tree_map(to_maia, sample.kwargs))
+        leaves_cpu, leaves_maia, convert = maia_leaves([sample.input, *sample.args])
+        actual = run_on_maia(op, sample, convert)
         grad = torch.ones_like(expected)
         expected_grads = torch.autograd.grad(expected, leaves_cpu, grad, allow_unused=True)
         actual_grads = torch.autograd.grad(actual, leaves_maia, grad.to("maia"),
                                            allow_unused=True)
-        for e, a in zip(expected_grads, actual_grads):
-            if e is None:
-                assert a is None
-            else:
-                torch.testing.assert_close(a.cpu(), e, equal_nan=True, **tolerances(op, dtype))
+        assert_grads_close(expected_grads, actual_grads, **tolerances(op, dtype))

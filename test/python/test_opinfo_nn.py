@@ -15,9 +15,9 @@ import ctypes
 import pytest
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
-from torch.utils._pytree import tree_flatten, tree_map
 
-from opinfo_support import cases, new_fallbacks, to_maia
+from opinfo_support import (assert_grads_close, cases, check_forward_samples, maia_leaves,
+                            new_fallbacks, run_on_maia)
 
 SOFTMAX = {"aten::_softmax"}
 LOG_SOFTMAX = {"aten::_log_softmax"}
@@ -104,29 +104,14 @@ def fallbacks_since(before, required):
 
 @pytest.mark.parametrize("op,dtype", list(cases(OPS)))
 def test_matches_cpu(op, dtype):
-    samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
-    assert samples, "no sample inputs"
     required = FORWARD_NATIVE[op.name]
-    for sample in samples:
-        if UNSUPPORTED_SAMPLE_KWARGS & set(sample.kwargs):
-            continue
-        try:
-            expected = op(sample.input, *sample.args, **sample.kwargs)
-        except Exception as error:  # the CPU refuses this sample: maia must refuse it too
-            with pytest.raises(type(error)):
-                op(tree_map(to_maia, sample.input), *tree_map(to_maia, sample.args),
-                   **tree_map(to_maia, sample.kwargs))
-                torch.maia.synchronize()
-            continue
-        before = torch.maia.fallback_counts()
-        actual = op(tree_map(to_maia, sample.input), *tree_map(to_maia, sample.args),
-                    **tree_map(to_maia, sample.kwargs))
+
+    def check_fallback(before, sample):
         grew = fallbacks_since(before, required)
         assert not grew, f"{op.name} fell back to the host for {grew}: {sample}"
-        torch.testing.assert_close(actual.cpu() if isinstance(actual, torch.Tensor) else
-                                   tree_map(lambda t: t.cpu(), actual), expected,
-                                   equal_nan=True, msg=lambda m: f"{op.name} {dtype} {sample}: {m}",
-                                   **tolerances(op, dtype))
+
+    check_forward_samples(op, dtype, UNSUPPORTED_SAMPLE_KWARGS, tolerances(op, dtype),
+                          check_fallback)
 
 
 GRAD_OPS = [op for op in OPS if op.supports_autograd]
@@ -144,13 +129,9 @@ def test_gradients_match_cpu(op, dtype):
         expected = op(sample.input, *sample.args, **sample.kwargs)
         if not isinstance(expected, torch.Tensor) or not expected.requires_grad:
             continue
-        leaves_cpu = [t for t in tree_flatten([sample.input, sample.args, sample.kwargs])[0]
-                      if isinstance(t, torch.Tensor) and t.requires_grad]
-        leaves_maia = [t.detach().to("maia").requires_grad_() for t in leaves_cpu]
-        mapping = {id(c): m for c, m in zip(leaves_cpu, leaves_maia)}
-        convert = lambda x: mapping.get(id(x), to_maia(x)) if isinstance(x, torch.Tensor) else x
-        actual = op(tree_map(convert, sample.input), *tree_map(convert, sample.args),
-                    **tree_map(convert, sample.kwargs))
+        leaves_cpu, leaves_maia, convert = maia_leaves([sample.input, sample.args,
+                                                        sample.kwargs])
+        actual = run_on_maia(op, sample, convert)
         # A non-uniform upstream gradient: ones would hide errors in softmax's backward.
         grad = torch.randn_like(expected)
         expected_grads = torch.autograd.grad(expected, leaves_cpu, grad, allow_unused=True)
@@ -162,13 +143,9 @@ def test_gradients_match_cpu(op, dtype):
             required = required - {"aten::embedding_dense_backward"}
         grew = fallbacks_since(before, required)
         assert not grew, f"{op.name} backward fell back to the host for {grew}: {sample}"
-        for e, a in zip(expected_grads, actual_grads):
-            if e is None:
-                assert a is None
-            else:
-                torch.testing.assert_close(a.cpu(), e, equal_nan=True,
-                                           msg=lambda m: f"{op.name} {sample}: {m}",
-                                           **tolerances(op, dtype, grad=True))
+        assert_grads_close(expected_grads, actual_grads,
+                           msg=lambda m: f"{op.name} {sample}: {m}",
+                           **tolerances(op, dtype, grad=True))
         checked += 1
     assert checked, "no differentiable samples"
 

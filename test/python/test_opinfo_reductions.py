@@ -11,9 +11,10 @@ import math
 import pytest
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
-from torch.utils._pytree import tree_map
 
-from opinfo_support import LOW_PRECISION_TOLERANCES, cases, forbid_fallback, to_maia
+from opinfo_support import (LOW_PRECISION_TOLERANCES, assert_close_tree, assert_grads_close,
+                            cases, check_forward_samples, forbid_fallback, maia_leaves,
+                            run_on_maia, to_maia)
 
 # (op_db name, variant_test_name)
 NATIVE = [
@@ -48,36 +49,10 @@ def tolerances(dtype):
     return TOLERANCES.get(dtype, {})
 
 
-def assert_close_tree(actual, expected, msg, **tol):
-    if isinstance(expected, (tuple, list)):
-        assert len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            assert_close_tree(a, e, msg, **tol)
-        return
-    torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, msg=msg, **tol)
-
-
 @pytest.mark.parametrize("op,dtype", list(cases(OPS)))
 def test_matches_cpu(op, dtype):
-    samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
-    assert samples, "no sample inputs"
-    for sample in samples:
-        if UNSUPPORTED_SAMPLE_KWARGS & set(sample.kwargs):
-            continue
-        try:
-            expected = op(sample.input, *sample.args, **sample.kwargs)
-        except Exception as error:  # the CPU refuses this sample: maia must refuse it too
-            with pytest.raises(type(error)):
-                op(to_maia(sample.input), *tree_map(to_maia, sample.args),
-                   **tree_map(to_maia, sample.kwargs))
-                torch.maia.synchronize()
-            continue
-        before = torch.maia.fallback_counts()
-        actual = op(to_maia(sample.input), *tree_map(to_maia, sample.args),
-                    **tree_map(to_maia, sample.kwargs))
-        forbid_fallback(before, op.name)
-        assert_close_tree(actual, expected, lambda m: f"{op.name} {dtype} {sample}: {m}",
-                          **tolerances(dtype))
+    check_forward_samples(op, dtype, UNSUPPORTED_SAMPLE_KWARGS, tolerances(dtype),
+                          lambda before, sample: forbid_fallback(before, op.name))
 
 
 def test_skipped_variants_are_stated():
@@ -103,13 +78,8 @@ def test_gradients_match_cpu(op, dtype):
                 if isinstance(t, torch.Tensor) and t.requires_grad]
         if not keep:
             continue
-        leaves_cpu = [t for t in [sample.input, *sample.args]
-                      if isinstance(t, torch.Tensor) and t.requires_grad]
-        leaves_maia = [t.detach().to("maia").requires_grad_() for t in leaves_cpu]
-        mapping = {id(c): m for c, m in zip(leaves_cpu, leaves_maia)}
-        convert = lambda x: mapping.get(id(x), to_maia(x)) if isinstance(x, torch.Tensor) else x
-        actual = op(convert(sample.input), *[convert(a) for a in sample.args],
-                    **tree_map(to_maia, sample.kwargs))
+        leaves_cpu, leaves_maia, convert = maia_leaves([sample.input, *sample.args])
+        actual = run_on_maia(op, sample, convert)
         actual = actual if isinstance(actual, tuple) else (actual,)
         outs_cpu = [outputs[i] for i in keep]
         outs_maia = [actual[i] for i in keep]
@@ -117,11 +87,7 @@ def test_gradients_match_cpu(op, dtype):
         expected_grads = torch.autograd.grad(outs_cpu, leaves_cpu, grads, allow_unused=True)
         actual_grads = torch.autograd.grad(outs_maia, leaves_maia, [g.to("maia") for g in grads],
                                            allow_unused=True)
-        for e, a in zip(expected_grads, actual_grads):
-            if e is None:
-                assert a is None
-            else:
-                torch.testing.assert_close(a.cpu(), e, equal_nan=True)
+        assert_grads_close(expected_grads, actual_grads)
 
 
 # ---------------------------------------------------------------- targeted cases
