@@ -521,6 +521,22 @@ int64_t offsetAt(const MemRef<T, 4>& m, const int64_t* coord) {
   return o;
 }
 
+/// Calls line(coord) for this program's share of the lines of index along
+/// dim (every position of the other dimensions), coord their multi-index.
+template <typename Line>
+void forEachLine(const maia_grid_t* grid, const MemRef<int64_t, 4>& index, int64_t dim,
+                 Line&& line) {
+  int64_t rows = 1;
+  for (int d = 0; d < 4; ++d)
+    if (d != dim) rows *= index.sizes[d];
+  auto slice = maia_kernel::programSlice(grid, rows);
+  int64_t coord[4];
+  for (int64_t r = slice.begin; r < slice.end; ++r) {
+    decode(r, index.sizes, dim, coord);
+    line(coord);
+  }
+}
+
 // args: out (index's shape), self, index, dim.
 template <typename T>
 void gather(void* const* args, const maia_grid_t* grid) {
@@ -528,24 +544,18 @@ void gather(void* const* args, const maia_grid_t* grid) {
   const auto& self = memref<T, 4>(args, 1);
   const auto& index = memref<int64_t, 4>(args, 2);
   const int64_t dim = scalar<int64_t>(args, 3);
-  int64_t rows = 1;
-  for (int d = 0; d < 4; ++d)
-    if (d != dim) rows *= index.sizes[d];
   const int64_t k_end = index.sizes[dim], n = self.sizes[dim];
-  auto slice = maia_kernel::programSlice(grid, rows);
-  int64_t coord[4];
-  for (int64_t r = slice.begin; r < slice.end; ++r) {
-    decode(r, index.sizes, dim, coord);
+  const int64_t si = index.strides[dim], so = out.strides[dim], ss = self.strides[dim];
+  forEachLine(grid, index, dim, [&](const int64_t* coord) {
     const int64_t* pi = index.aligned + offsetAt<int64_t, int64_t>(index, coord);
     T* po = out.aligned + offsetAt<T, T>(out, coord);
     const T* ps = self.aligned + offsetAt<T, T>(self, coord);
-    const int64_t si = index.strides[dim], so = out.strides[dim], ss = self.strides[dim];
     for (int64_t k = 0; k < k_end; ++k) {
       const int64_t j = pi[k * si];
       checkIndex(j, n);
       po[k * so] = ps[j * ss];
     }
-  }
+  });
 }
 
 // args: out (written in place), index, src, dim, mode (0 assign, 1 add, 2 multiply).
@@ -555,18 +565,12 @@ void scatter(void* const* args, const maia_grid_t* grid) {
   const auto& index = memref<int64_t, 4>(args, 1);
   const auto& src = memref<T, 4>(args, 2);
   const int64_t dim = scalar<int64_t>(args, 3), mode = scalar<int64_t>(args, 4);
-  int64_t rows = 1;
-  for (int d = 0; d < 4; ++d)
-    if (d != dim) rows *= index.sizes[d];
   const int64_t k_end = index.sizes[dim], n = out.sizes[dim];
-  auto slice = maia_kernel::programSlice(grid, rows);
-  int64_t coord[4];
-  for (int64_t r = slice.begin; r < slice.end; ++r) {
-    decode(r, index.sizes, dim, coord);
+  const int64_t si = index.strides[dim], so = out.strides[dim], ss = src.strides[dim];
+  forEachLine(grid, index, dim, [&](const int64_t* coord) {
     const int64_t* pi = index.aligned + offsetAt<int64_t, int64_t>(index, coord);
     T* po = out.aligned + offsetAt<T, T>(out, coord);
     const T* ps = src.aligned + offsetAt<T, T>(src, coord);
-    const int64_t si = index.strides[dim], so = out.strides[dim], ss = src.strides[dim];
     for (int64_t k = 0; k < k_end; ++k) {
       const int64_t j = pi[k * si];
       checkIndex(j, n);
@@ -578,7 +582,7 @@ void scatter(void* const* args, const maia_grid_t* grid) {
       else
         dst = store<T>(load(dst) * load(ps[k * ss]));
     }
-  }
+  });
 }
 
 // index_add along dimension 1 of (outer, n, inner) memrefs with unit inner
