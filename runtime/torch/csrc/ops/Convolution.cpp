@@ -55,9 +55,9 @@ struct Conv2d {
   int64_t taps() const { return kh * kw; }
   int64_t columns() const { return n * oh * ow; }
 
-  /// The geometry arguments of the im2col/col2im kernels.
-  std::vector<maiaKernelArg> geometry() const {
-    std::vector<maiaKernelArg> args;
+  /// The arguments of the im2col/col2im kernels: two memrefs, the geometry.
+  std::vector<maiaKernelArg> kernelArgs(const Tensor& first, const Tensor& second) const {
+    std::vector<maiaKernelArg> args = {memrefOf(first), memrefOf(second)};
     for (int64_t v : {kh, kw, sh, sw, ph, pw, dh, dw, oh, ow}) args.push_back(intArg(v));
     return args;
   }
@@ -67,20 +67,16 @@ struct Conv2d {
   Tensor im2col(const Tensor& input) const {
     int64_t rows = input.size(1) * taps();
     Tensor cols = at::empty({rows, columns()}, input.options());
-    std::vector<maiaKernelArg> args = {memrefOf(cols), memrefOf(input)};
-    for (const maiaKernelArg& arg : geometry()) args.push_back(arg);
-    launchNn("im2col", input.scalar_type(), args, programsFor(rows, cols.numel()),
-             input.device());
+    launchNn("im2col", input.scalar_type(), kernelArgs(cols, input),
+             programsFor(rows, cols.numel()), input.device());
     return cols;
   }
 
   /// The adjoint of im2col: the input gradient of the columns' gradient.
   void col2im(const Tensor& cols, const Tensor& input_grad) const {
-    std::vector<maiaKernelArg> args = {memrefOf(input_grad), memrefOf(cols)};
-    for (const maiaKernelArg& arg : geometry()) args.push_back(arg);
     int64_t planes = input_grad.size(0) * input_grad.size(1);
-    launchNn("col2im", input_grad.scalar_type(), args, programsFor(planes, input_grad.numel()),
-             input_grad.device());
+    launchNn("col2im", input_grad.scalar_type(), kernelArgs(input_grad, cols),
+             programsFor(planes, input_grad.numel()), input_grad.device());
   }
 
 };
