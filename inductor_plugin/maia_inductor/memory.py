@@ -50,14 +50,20 @@ class MemoryAccess:
         mem_ty = self.memref_type(name)
         elem = mt.memory_type(dtype)
         kind, base, offsets = self.address(index, buffer)
-        mask = self._current_mask(buffer) if self.vector_context() else None
         other = self._load_other if self._load_other is not None else 0
         if kind == "scalar" or kind == "broadcast":
-            scalar_mask = self._load_mask if (kind == "scalar" and self._load_mask is not None) else None
-            raw = self._scalar_load(buffer, var, base, mem_ty, elem, dtype, scalar_mask, other)
+            # One address for all lanes: under a per-lane mask (padding),
+            # read it only if some lane needs it, else it may lie outside
+            # the buffer.
+            guard = self._load_mask
+            if guard is not None and guard.vec:
+                guard = self.emit(buffer, f"vector.reduction <or>, {self._current_mask(buffer)} : "
+                                  f"{self.mlir_type(torch.bool, True)} into i1", torch.bool, False)
+            raw = self._scalar_load(buffer, var, base, mem_ty, elem, dtype, guard, other)
             # Uniform across the lanes: stays scalar until an op needs lanes
             # (and as an index, keeps indirect accesses contiguous).
             return self._to_compute(raw, dtype, buffer)
+        mask = self._current_mask(buffer)
         vty = f"vector<{VL}x{elem}>"
         mask_ty = self.mlir_type(torch.bool, True)
         passthru = self.constant(other if dtype != torch.bool else int(bool(other)),

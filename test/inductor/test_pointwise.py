@@ -49,6 +49,10 @@ def test_channels_last_and_permuted_inputs():
 
 def test_padding_uses_masked_loads():
     assert_compiled_matches(lambda x: F.pad(x, (2, 3, 1, 0), value=-1.5) * 2, torch.randn(4, 9))
+    # Padding rows of a broadcast column: one address for all lanes, read
+    # only where some lane is inside the input (row -3 is outside the buffer).
+    assert_compiled_matches(lambda x: F.pad(x[:, None].expand(5, 40) * 2, (0, 0, 3, 0), value=-1.0),
+                            torch.randn(5))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
