@@ -22,13 +22,7 @@ bool hasGemmKernel(c10::ScalarType dtype) {
          dtype == c10::ScalarType::Half;
 }
 
-maiaKernelArg floatScalar(double value) {
-  maiaKernelArg arg{};
-  arg.kind = maiaArgScalar;
-  arg.dtype = maiaDtypeF32;
-  arg.scalar.f = value;
-  return arg;
-}
+maiaKernelArg floatScalar(double value) { return maiaKernelArgFloat(maiaDtypeF32, value); }
 
 void checkOperands(const char* op, const Tensor& a, const Tensor& b, int64_t rank) {
   TORCH_CHECK(a.dim() == rank && b.dim() == rank, op, ": expected ", rank, "-D tensors, got ",

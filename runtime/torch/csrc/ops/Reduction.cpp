@@ -109,20 +109,7 @@ void checkNonEmpty(const char* op, const Tensor& self, const Plan& p, bool dim_g
                       " to have non-zero size.");
 }
 
-maiaKernelArg f64Arg(double v) {
-  maiaKernelArg arg{};
-  arg.kind = maiaArgScalar;
-  arg.dtype = maiaDtypeF64;
-  arg.scalar.f = v;
-  return arg;
-}
-maiaKernelArg i64Arg(int64_t v) {
-  maiaKernelArg arg{};
-  arg.kind = maiaArgScalar;
-  arg.dtype = maiaDtypeI64;
-  arg.scalar.i = v;
-  return arg;
-}
+maiaKernelArg f64Arg(double v) { return maiaKernelArgFloat(maiaDtypeF64, v); }
 
 void launch(const std::string& name, std::vector<maiaKernelArg> args, const Plan& p,
             const Tensor& ref) {
@@ -249,7 +236,7 @@ std::tuple<Tensor, Tensor> moments(bool take_sqrt, const Tensor& self, DimList d
   double c = correction.has_value() ? correction->toDouble() : 1.0;
   launch(std::string("moments_") + dtypeSuffix(self.scalar_type()),
          {memrefOf(var.view({p.outer, p.inner})), memrefOf(mean.view({p.outer, p.inner})),
-          memrefOf(p.in3), f64Arg(c), i64Arg(take_sqrt ? 1 : 0)},
+          memrefOf(p.in3), f64Arg(c), intArg(take_sqrt ? 1 : 0)},
          p, self);
   return {var, mean};
 }
