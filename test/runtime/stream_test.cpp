@@ -1,5 +1,8 @@
 // Streams: order, asynchrony, default streams, priorities, destruction,
-// host functions, and MAIA_LAUNCH_BLOCKING mode.
+// host functions, bounded queues, and MAIA_LAUNCH_BLOCKING mode.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <thread>
 #include <vector>
 
@@ -138,6 +141,59 @@ TEST(StreamTest, DeviceSynchronizeWaitsForEveryStreamOfTheDevice) {
   for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i * n], i + 1);
   for (auto s : streams) MAIA_ASSERT_OK(maiaStreamDestroy(s));
   MAIA_ASSERT_OK(maiaFree(d));
+}
+
+// A stream holds MAIA_QUEUE_DEPTH commands; the child process sets a depth
+// of 4 before the driver starts.
+TEST(StreamQueueTest, AnEnqueueOnAFullStreamWaitsUntilACommandCompletes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("MAIA_QUEUE_DEPTH", "4", 1);
+        const int64_t n = 64;
+        const int64_t launches = 10;
+        void* d = nullptr;
+        maiaStream_t stream;
+        if (maiaMalloc(&d, n * sizeof(int64_t)) != maiaSuccess ||
+            maiaMemset(d, 0, n * sizeof(int64_t)) != maiaSuccess ||
+            maiaStreamCreate(&stream, 0) != maiaSuccess)
+          std::exit(10);
+        Gate gate;
+        maiaLaunchHostFunc(stream, Gate::wait, &gate);
+        std::atomic<int> returned{0};
+        std::thread enqueuer([&] {
+          for (int64_t i = 0; i < launches; ++i) {
+            axpb(d, n, 2, i, stream);
+            returned.fetch_add(1);
+          }
+        });
+        // The gate and three launches fill the queue; the fourth waits.
+        while (returned.load() < 3) std::this_thread::yield();
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        if (returned.load() != 3) std::exit(11);
+        gate.open = true;
+        enqueuer.join();
+        maiaStreamSynchronize(stream);
+        int64_t expected = 0;
+        for (int64_t i = 0; i < launches; ++i) expected = axpbValue(expected, 2, i);
+        bool all_expected = true;
+        for (int64_t value : download(d, n)) all_expected &= value == expected;
+        std::exit(all_expected ? 0 : 12);
+      },
+      ::testing::ExitedWithCode(0), "");
+}
+
+TEST(StreamQueueTest, AMalformedDepthIsReported) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        setenv("MAIA_QUEUE_DEPTH", "0", 1);
+        int count = 0;
+        maiaError_t error = maiaGetDeviceCount(&count);
+        std::fprintf(stderr, "%s\n", maiaGetLastErrorMessage());
+        std::exit(error == maiaErrorInitialization ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "MAIA_QUEUE_DEPTH='0' is not a number of commands");
 }
 
 void setFlag(void* flag) { static_cast<std::atomic<int>*>(flag)->store(1); }

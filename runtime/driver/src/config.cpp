@@ -110,6 +110,14 @@ Status readConfig(Config* out) {
                        "' is not a number of microseconds in [0, 1000000]");
     config.spin_us = value;
   }
+
+  if (const char* depth = std::getenv("MAIA_QUEUE_DEPTH")) {
+    long value = 0;
+    if (!parseInt(depth, 1, 1 << 24, &value))
+      return makeError(maiaErrorInitialization, "MAIA_QUEUE_DEPTH='", depth,
+                       "' is not a number of commands in [1, 16777216]");
+    config.queue_depth = value;
+  }
   *out = config;
   return {};
 }

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "error.h"
 
@@ -13,6 +14,7 @@ struct Config {
   int core_count = 1;               // MAIA_NUM_CORES, default: host CPUs
   bool launch_blocking = false;     // MAIA_LAUNCH_BLOCKING=1
   long spin_us = 50;                // MAIA_SPIN_US: idle spin before parking
+  int64_t queue_depth = 1024;       // MAIA_QUEUE_DEPTH: commands a stream holds
 };
 
 /// Parses the environment. A malformed variable is an error naming it.

@@ -62,6 +62,16 @@ Status destroyStream(maiaStream_t handle) {
 
 Status enqueue(Stream* stream, std::unique_ptr<Command> cmd) {
   MAIA_RETURN_IF_ERROR(stream->device->stickyError());
+  // A full queue makes the host wait (helping run work), as a device's
+  // command ring would: without a bound, a host that outruns the cores
+  // (many launches behind one long kernel) holds every queued command's
+  // arguments and module reference in host memory, without limit.
+  const auto depth = static_cast<uint64_t>(config().queue_depth);
+  auto has_room = [&] {
+    return stream->enqueued.load(std::memory_order_acquire) -
+               stream->completed.load(std::memory_order_acquire) < depth;
+  };
+  if (!has_room()) scheduler().waitUntil(has_room, stream);
   bool at_head = false;
   {
     std::lock_guard<SpinLock> lock(stream->mutex);
