@@ -60,6 +60,26 @@ TEST(StreamTest, WorkRunsOnDeviceCoresNotOnTheCallingThread) {
   MAIA_ASSERT_OK(maiaStreamDestroy(stream));
 }
 
+// A host that polls never runs work itself: every launch must reach a core,
+// including one enqueued just as the cores decide to park (they park while a
+// synchronizing host runs the work, so the rounds alternate). Each launch
+// gets seconds to complete; a lost wake-up leaves it queued for good.
+TEST(StreamTest, PolledLaunchesAlwaysReachACore) {
+  int64_t grid[3] = {1, 1, 1};
+  for (int round = 0; round < 60; ++round) {
+    for (int i = 0; i < 1000; ++i) {
+      MAIA_ASSERT_OK(maiaLaunchKernel(basicKernel("empty"), grid, nullptr, 0, nullptr));
+      MAIA_ASSERT_OK(maiaStreamSynchronize(nullptr));
+    }
+    for (int i = 0; i < 1000; ++i) {
+      MAIA_ASSERT_OK(maiaLaunchKernel(basicKernel("empty"), grid, nullptr, 0, nullptr));
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (maiaStreamQuery(nullptr) == maiaErrorNotReady)
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "launch " << i << " never ran";
+    }
+  }
+}
+
 TEST(StreamTest, EachDeviceHasADefaultStreamAndNullMeansTheCurrentOne) {
   maiaStream_t s0, s1;
   MAIA_ASSERT_OK(maiaStreamGetDefault(&s0, 0));

@@ -5,6 +5,7 @@
 
 #include "device.h"
 #include "module.h"
+#include "recycling_pool.h"
 #include "scheduler.h"
 
 namespace maia::driver {
@@ -13,16 +14,32 @@ namespace {
 // The program id the current thread is running (for fault messages).
 thread_local int64_t t_program_id[3] = {0, 0, 0};
 
-class KernelCommand final : public Command {
+class KernelCommand final : public Command, public PooledAllocation<KernelCommand> {
  public:
+  /// words: 64-bit words of all argument descriptors and scalars. The usual
+  /// few memrefs fit inline: a launch then allocates nothing but the
+  /// command, and that from a pool.
   KernelCommand(std::shared_ptr<Module> module, const maiaKernel* kernel, const int64_t grid[3],
-                int64_t chunks, std::vector<int64_t> storage, std::vector<size_t> arg_offsets)
-      : Command(chunks), module_(std::move(module)), kernel_(kernel),
-        storage_(std::move(storage)) {
+                int64_t chunks, size_t words, size_t num_args)
+      : Command(chunks), module_(std::move(module)), kernel_(kernel) {
     programs_ = grid[0] * grid[1] * grid[2];
     for (int d = 0; d < 3; ++d) grid_[d] = grid[d];
-    args_.reserve(arg_offsets.size());
-    for (size_t offset : arg_offsets) args_.push_back(storage_.data() + offset);
+    words_ = inline_words_;
+    if (words > kInlineWords) {
+      spilled_words_.resize(words);
+      words_ = spilled_words_.data();
+    }
+    args_ = inline_args_;
+    if (num_args > kInlineArgs) {
+      spilled_args_.resize(num_args);
+      args_ = spilled_args_.data();
+    }
+  }
+
+  /// Where argument i's words start (filled in by the launch).
+  int64_t* argumentWords(size_t i, size_t offset) {
+    args_[i] = words_ + offset;
+    return words_ + offset;
   }
 
   void runChunk(int64_t index) override {
@@ -36,7 +53,7 @@ class KernelCommand final : public Command {
     grid.program_id[1] = (begin / grid_[0]) % grid_[1];
     grid.program_id[2] = begin / (grid_[0] * grid_[1]);
     maia_kernel_fn entry = kernel_->entry;
-    void* const* args = args_.data();
+    void* const* args = args_;
     for (int64_t id = begin; id < end; ++id) {
       std::memcpy(t_program_id, grid.program_id, sizeof(t_program_id));
       entry(args, &grid);
@@ -57,13 +74,27 @@ class KernelCommand final : public Command {
   }
 
  private:
+  // Six rank-4 memrefs (11 words each) and a few scalars.
+  static constexpr size_t kInlineWords = 72;
+  static constexpr size_t kInlineArgs = 12;
+
   std::shared_ptr<Module> module_;  // keeps the code mapped while queued
   const maiaKernel* kernel_;
   int64_t grid_[3];
   int64_t programs_;
-  std::vector<int64_t> storage_;  // memref descriptors and scalars
-  std::vector<void*> args_;
+  int64_t* words_;  // memref descriptors and scalars
+  void** args_;     // per argument, where its words start
+  int64_t inline_words_[kInlineWords];
+  void* inline_args_[kInlineArgs];
+  std::vector<int64_t> spilled_words_;
+  std::vector<void*> spilled_args_;
 };
+
+/// Words of argument spec in a launch: a scalar, or a memref descriptor
+/// {allocated, aligned, offset, sizes, strides}.
+size_t argumentWords(const ArgSpec& spec) {
+  return spec.kind == maiaArgScalar ? 1 : 3 + 2 * static_cast<size_t>(spec.rank);
+}
 
 uint16_t floatToHalf(float value) {
   uint32_t bits = std::bit_cast<uint32_t>(value);
@@ -116,9 +147,9 @@ void encodeScalar(const maiaKernelArg& arg, int64_t* slot) {
 }
 
 /// Checks one memref argument against its spec and the stream's device;
-/// appends its descriptor {allocated, aligned, offset, sizes, strides}.
+/// writes its descriptor {allocated, aligned, offset, sizes, strides} to out.
 Status encodeMemref(const maiaKernel& kernel, int index, const maiaKernelArg& arg,
-                    const ArgSpec& spec, Device* device, std::vector<int64_t>* storage) {
+                    const ArgSpec& spec, Device* device, int64_t* out) {
   auto where = [&] {
     return "argument " + std::to_string(index) + " of kernel '" + kernel.name + "'";
   };
@@ -165,11 +196,11 @@ Status encodeMemref(const maiaKernel& kernel, int index, const maiaKernelArg& ar
     alias = owner->arena().hostAlias(arg.data);
   }
   auto pointer = reinterpret_cast<int64_t>(alias);
-  storage->push_back(pointer);  // allocated
-  storage->push_back(pointer);  // aligned
-  storage->push_back(arg.offset);
-  for (int d = 0; d < spec.rank; ++d) storage->push_back(arg.sizes[d]);
-  for (int d = 0; d < spec.rank; ++d) storage->push_back(arg.strides[d]);
+  *out++ = pointer;  // allocated
+  *out++ = pointer;  // aligned
+  *out++ = arg.offset;
+  for (int d = 0; d < spec.rank; ++d) *out++ = arg.sizes[d];
+  for (int d = 0; d < spec.rank; ++d) *out++ = arg.strides[d];
   return {};
 }
 
@@ -196,10 +227,13 @@ Status launch(maiaKernel_t handle, const int64_t grid[3], const maiaKernelArg* a
   std::shared_ptr<Stream> stream;
   MAIA_RETURN_IF_ERROR(resolveStream(stream_handle, &stream));
 
-  std::vector<int64_t> storage;
-  std::vector<size_t> offsets;
-  storage.reserve(8 * static_cast<size_t>(num_args));
-  offsets.reserve(num_args);
+  size_t words = 0;
+  for (const ArgSpec& spec : kernel.args) words += argumentWords(spec);
+  int64_t programs = grid[0] * grid[1] * grid[2];
+  int64_t chunks = std::min<int64_t>(programs, scheduler().cores());
+  auto command = std::make_unique<KernelCommand>(std::move(module), &kernel, grid, chunks, words,
+                                                 static_cast<size_t>(num_args));
+  size_t offset = 0;
   for (int i = 0; i < num_args; ++i) {
     const ArgSpec& spec = kernel.args[i];
     const maiaKernelArg& arg = args[i];
@@ -211,19 +245,15 @@ Status launch(maiaKernel_t handle, const int64_t grid[3], const maiaKernelArg* a
       return makeError(maiaErrorInvalidLaunch, "argument ", i, " of kernel '", kernel.name,
                        "' has dtype ", dtypeName(arg.dtype), ", the kernel expects ",
                        dtypeName(spec.dtype));
-    offsets.push_back(storage.size());
+    int64_t* out = command->argumentWords(i, offset);
+    offset += argumentWords(spec);
     if (spec.kind == maiaArgScalar) {
-      storage.push_back(0);
-      encodeScalar(arg, &storage.back());
+      encodeScalar(arg, out);
       continue;
     }
-    MAIA_RETURN_IF_ERROR(encodeMemref(kernel, i, arg, spec, stream->device, &storage));
+    MAIA_RETURN_IF_ERROR(encodeMemref(kernel, i, arg, spec, stream->device, out));
   }
-  int64_t programs = grid[0] * grid[1] * grid[2];
-  int64_t chunks = std::min<int64_t>(programs, scheduler().cores());
-  return enqueue(stream.get(),
-                 std::make_unique<KernelCommand>(std::move(module), &kernel, grid, chunks,
-                                                 std::move(storage), std::move(offsets)));
+  return enqueue(stream.get(), std::move(command));
 }
 
 }  // namespace

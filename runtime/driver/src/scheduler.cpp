@@ -149,16 +149,26 @@ void Scheduler::completeHead(Stream* stream, Command* command) {
 void Scheduler::workerLoop() {
   installFaultHandlers();
   Claim claim;
+  // The spin budget runs from the last chunk this worker ran, not from the
+  // last change it saw: a stream of single-chunk commands keeps one worker
+  // busy and bumps the epoch on every enqueue, and a second worker that
+  // renewed its budget on each bump spun forever, taking a vCPU from the
+  // host thread that enqueues (3 busy threads on 2 vCPUs).
+  auto deadline = Clock::now() + std::chrono::microseconds(spin_us_);
   while (!stop_.load(std::memory_order_relaxed)) {
+    // Read before looking for work: an enqueue that the claim misses bumps
+    // the epoch after this, so the spin below or the re-check before
+    // parking sees it. (Read after a failed claim, the bump could land in
+    // between, and the worker parked with the command queued: a lost wake-up.)
+    uint64_t seen = epoch_.load(std::memory_order_seq_cst);
     if (claimChunk(nullptr, &claim)) {
       runClaim(claim);
+      deadline = Clock::now() + std::chrono::microseconds(spin_us_);
       continue;
     }
     // Idle: spin while something may change, yield the core to a waiting
     // host, park when the spin budget is spent.
     spinning_workers_.fetch_add(1, std::memory_order_seq_cst);
-    uint64_t seen = epoch_.load(std::memory_order_seq_cst);
-    auto deadline = Clock::now() + std::chrono::microseconds(spin_us_);
     bool park = false;
     for (int i = 0;; ++i) {
       if (epoch_.load(std::memory_order_relaxed) != seen || stop_.load(std::memory_order_relaxed))
@@ -187,6 +197,7 @@ void Scheduler::workerLoop() {
     if (!work_waiting && !stop_.load()) worker_wake_.wait(ticket, std::memory_order_seq_cst);
     active_.fetch_add(1, std::memory_order_seq_cst);
     parked_workers_.fetch_sub(1, std::memory_order_seq_cst);
+    deadline = Clock::now() + std::chrono::microseconds(spin_us_);
   }
 }
 
