@@ -51,8 +51,7 @@ void Scheduler::removeStream(Stream* stream) {
 }
 
 void Scheduler::notifyWork(bool at_head) {
-  pending_.fetch_add(1, std::memory_order_seq_cst);
-  epoch_.fetch_add(1, std::memory_order_seq_cst);
+  work_.fetch_add(kEpochOne + 1, std::memory_order_seq_cst);
   if (at_head) wakeWorkerIfNeeded();
 }
 
@@ -136,8 +135,7 @@ void Scheduler::completeHead(Stream* stream, Command* command) {
   stream->completed.fetch_add(1, std::memory_order_seq_cst);
   command->finish();
   delete command;
-  pending_.fetch_sub(1, std::memory_order_seq_cst);
-  epoch_.fetch_add(1, std::memory_order_seq_cst);
+  work_.fetch_add(kEpochOne - 1, std::memory_order_seq_cst);  // pending is >= 1 here
   if (parked_hosts_.load(std::memory_order_seq_cst) > 0) {
     host_wake_.fetch_add(1, std::memory_order_seq_cst);
     host_wake_.notify_all();
@@ -160,7 +158,7 @@ void Scheduler::workerLoop() {
     // the epoch after this, so the spin below or the re-check before
     // parking sees it. (Read after a failed claim, the bump could land in
     // between, and the worker parked with the command queued: a lost wake-up.)
-    uint64_t seen = epoch_.load(std::memory_order_seq_cst);
+    uint32_t seen = epochOf(work_.load(std::memory_order_seq_cst));
     if (claimChunk(nullptr, &claim)) {
       runClaim(claim);
       deadline = Clock::now() + std::chrono::microseconds(spin_us_);
@@ -171,7 +169,8 @@ void Scheduler::workerLoop() {
     spinning_workers_.fetch_add(1, std::memory_order_seq_cst);
     bool park = false;
     for (int i = 0;; ++i) {
-      if (epoch_.load(std::memory_order_relaxed) != seen || stop_.load(std::memory_order_relaxed))
+      if (epochOf(work_.load(std::memory_order_relaxed)) != seen ||
+          stop_.load(std::memory_order_relaxed))
         break;
       if (active_.load(std::memory_order_relaxed) > cores_) {
         park = true;
@@ -190,10 +189,11 @@ void Scheduler::workerLoop() {
     parked_workers_.fetch_add(1, std::memory_order_seq_cst);
     active_.fetch_sub(1, std::memory_order_seq_cst);
     // Re-check after announcing the park: an enqueue that saw no parked
-    // worker happened before, and its work is visible in pending_.
-    bool work_waiting = pending_.load(std::memory_order_seq_cst) > 0 &&
+    // worker happened before, and its work is visible in work_.
+    const uint64_t work = work_.load(std::memory_order_seq_cst);
+    bool work_waiting = pendingOf(work) > 0 &&
                         active_.load(std::memory_order_seq_cst) < cores_ &&
-                        epoch_.load(std::memory_order_seq_cst) != seen;
+                        epochOf(work) != seen;
     if (!work_waiting && !stop_.load()) worker_wake_.wait(ticket, std::memory_order_seq_cst);
     active_.fetch_add(1, std::memory_order_seq_cst);
     parked_workers_.fetch_sub(1, std::memory_order_seq_cst);
@@ -230,7 +230,7 @@ void Scheduler::waitUntil(const std::function<bool()>& done, Stream* prefer) {
     spin_deadline = Clock::now() + std::chrono::microseconds(std::max(spin_us_, 20L));
   }
   active_.fetch_sub(1, std::memory_order_seq_cst);
-  if (pending_.load(std::memory_order_seq_cst) > 0) wakeWorkerIfNeeded();
+  if (pendingOf(work_.load(std::memory_order_seq_cst)) > 0) wakeWorkerIfNeeded();
 }
 
 }  // namespace maia::driver

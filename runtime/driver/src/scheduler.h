@@ -77,10 +77,14 @@ class Scheduler {
   std::vector<Stream*> streams_;  // sorted: highest priority first
   size_t scan_start_ = 0;         // round-robin among equal priorities
 
-  /// Bumped on every enqueue and completion: spinners watch it.
-  std::atomic<uint64_t> epoch_{0};
-  /// Commands queued and not completed, over all streams.
-  std::atomic<int64_t> pending_{0};
+  /// One word, so that an enqueue or a completion is one atomic operation:
+  /// the high half is an epoch bumped by every enqueue and completion
+  /// (spinners watch it), the low half counts the commands queued and not
+  /// completed over all streams.
+  std::atomic<uint64_t> work_{0};
+  static constexpr uint64_t kEpochOne = uint64_t{1} << 32;
+  static uint32_t epochOf(uint64_t work) { return static_cast<uint32_t>(work >> 32); }
+  static uint32_t pendingOf(uint64_t work) { return static_cast<uint32_t>(work); }
   /// Threads running or spinning: workers not parked + hosts waiting.
   std::atomic<int> active_{0};
   std::atomic<int> spinning_workers_{0};  // idle workers looking for work

@@ -272,19 +272,19 @@ maiaDtype driverDtype(c10::ScalarType dtype) {
   }
 }
 
-void launchDense(maiaKernel_t kernel, c10::ArrayRef<at::Tensor> operands, int64_t numel,
+void launchDense(maiaKernel_t kernel, c10::ArrayRef<const at::Tensor*> operands, int64_t numel,
                  c10::ArrayRef<maiaKernelArg> scalars) {
   if (numel == 0) return;
   constexpr int kMaxArgs = 8;
   TORCH_CHECK(operands.size() + scalars.size() <= kMaxArgs, "launchDense: too many arguments");
   maiaKernelArg args[kMaxArgs];
   int count = 0;
-  for (const at::Tensor& t : operands) args[count++] = denseMemref(t, numel);
+  for (const at::Tensor* t : operands) args[count++] = denseMemref(*t, numel);
   for (const maiaKernelArg& scalar : scalars) args[count++] = scalar;
   int64_t grid[3] = {elementwisePrograms(numel), 1, 1};
   // The stream is named explicitly: no device guard needed to launch on it.
   MAIA_CHECK(maiaLaunchKernel(kernel, grid, args, count,
-                              driverStream(currentStream(operands[0].device().index()))));
+                              driverStream(currentStream(operands[0]->device().index()))));
 }
 
 void launchElementwise(maiaKernel_t kernel, const at::TensorIteratorBase& iter,

@@ -57,7 +57,7 @@ maiaDtype driverDtype(c10::ScalarType dtype);
 /// (outputs first; 0-dim operands are broadcast) on the current stream of
 /// their device, without a TensorIterator: each operand is a rank-4 memref
 /// over its numel elements, followed by scalars.
-void launchDense(maiaKernel_t kernel, c10::ArrayRef<at::Tensor> operands, int64_t numel,
+void launchDense(maiaKernel_t kernel, c10::ArrayRef<const at::Tensor*> operands, int64_t numel,
                  c10::ArrayRef<maiaKernelArg> scalars = {});
 
 /// Launches kernel over iter's iteration space on the current stream of the

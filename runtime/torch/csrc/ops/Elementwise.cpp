@@ -33,16 +33,20 @@ c10::ScalarType defaultFloat() { return c10::typeMetaToScalarType(at::get_defaul
 
 /// t as a maia tensor of dtype on ref's device: casts on the device, and
 /// turns a CPU scalar into a 0-dim maia tensor filled on the stream.
-Tensor onDevice(const Tensor& t, const Tensor& ref, c10::ScalarType dtype) {
+/// t itself (borrowed) when it is already a maia tensor of dtype. A copy of
+/// a tensor that Python holds would take the GIL twice (torch preserves the
+/// PyObject while C++ holds a second reference): 4 GIL round trips per add.
+c10::MaybeOwned<Tensor> onDevice(const Tensor& t, const Tensor& ref, c10::ScalarType dtype) {
   if (t.device().is_cpu()) {
     TORCH_CHECK(t.dim() == 0, "Expected all tensors to be on the same device, but found at "
                 "least two devices, ", ref.device(), " and cpu! (only 0-dim CPU tensors mix "
                 "with maia tensors)");
     Tensor scalar = at::empty({}, ref.options().dtype(dtype));
     fill(scalar, t.item());
-    return scalar;
+    return c10::MaybeOwned<Tensor>::owned(std::move(scalar));
   }
-  return t.scalar_type() == dtype ? t : t.to(dtype);
+  if (t.scalar_type() == dtype) return c10::MaybeOwned<Tensor>::borrowed(t);
+  return c10::MaybeOwned<Tensor>::owned(t.to(dtype));
 }
 
 /// The maia operand among a, b (a CPU scalar cannot decide the device).
@@ -54,8 +58,10 @@ const Tensor& deviceOperand(const Tensor& a, const Tensor& b) {
 /// contiguous on one device with one shape (0-dim inputs broadcast), out not
 /// partially overlapping an input. The common case of small eager ops, where
 /// building a TensorIterator costs more than the launch.
-bool isDenseCase(const Tensor& out, std::initializer_list<Tensor> inputs,
-                 c10::IntArrayRef* shape) {
+/// Input tensors by reference (see onDevice: no copies of Python's tensors).
+using TensorRefs = std::initializer_list<std::reference_wrapper<const Tensor>>;
+
+bool isDenseCase(const Tensor& out, TensorRefs inputs, c10::IntArrayRef* shape) {
   const Tensor* ref = nullptr;
   for (const Tensor& t : inputs) {
     if (!t.is_contiguous()) return false;
@@ -63,7 +69,7 @@ bool isDenseCase(const Tensor& out, std::initializer_list<Tensor> inputs,
     if (ref != nullptr && (t.sizes() != ref->sizes() || t.device() != ref->device())) return false;
     ref = &t;
   }
-  if (ref == nullptr) ref = inputs.begin();  // all 0-dim
+  if (ref == nullptr) ref = &inputs.begin()->get();  // all 0-dim
   for (const Tensor& t : inputs)
     if (t.device() != ref->device()) return false;
   *shape = ref->sizes();
@@ -78,7 +84,7 @@ bool isDenseCase(const Tensor& out, std::initializer_list<Tensor> inputs,
 /// Runs kernel writing out (resized to the broadcast shape); when out's
 /// dtype differs from result_dtype, writes a temporary and casts.
 Tensor& launchInto(Tensor& out, c10::ScalarType result_dtype, maiaKernel_t kernel,
-                   std::initializer_list<Tensor> inputs,
+                   TensorRefs inputs,
                    c10::ArrayRef<maiaKernelArg> scalars = {}) {
   if (out.defined() && out.scalar_type() != result_dtype) {
     TORCH_CHECK(c10::canCast(result_dtype, out.scalar_type()), "result type ", result_dtype,
@@ -91,15 +97,17 @@ Tensor& launchInto(Tensor& out, c10::ScalarType result_dtype, maiaKernel_t kerne
   }
   c10::IntArrayRef shape;
   if (isDenseCase(out, inputs, &shape)) {
-    if (!out.defined()) out = at::empty(shape, inputs.begin()->options().dtype(result_dtype));
-    std::array<Tensor, 4> operands;
+    if (!out.defined())
+      out = at::empty(shape, inputs.begin()->get().options().dtype(result_dtype));
+    std::array<const Tensor*, 4> operands;
     size_t count = 0;
-    operands[count++] = out;
-    for (const Tensor& t : inputs) operands[count++] = t;
-    launchDense(kernel, c10::ArrayRef<Tensor>(operands.data(), count), out.numel(), scalars);
+    operands[count++] = &out;
+    for (const Tensor& t : inputs) operands[count++] = &t;
+    launchDense(kernel, c10::ArrayRef<const Tensor*>(operands.data(), count), out.numel(),
+                scalars);
     return out;
   }
-  if (!out.defined()) out = at::empty({0}, inputs.begin()->options().dtype(result_dtype));
+  if (!out.defined()) out = at::empty({0}, inputs.begin()->get().options().dtype(result_dtype));
   at::TensorIteratorConfig config;
   config.set_check_mem_overlap(true).check_all_same_dtype(false).add_output(out);
   for (const Tensor& input : inputs) config.add_const_input(input);
@@ -114,9 +122,9 @@ Tensor& binaryOut(const char* op, Result result, const Tensor& a, const Tensor& 
   if (result == Result::FloatOnly && c10::isIntegralType(common, /*includeBool=*/true))
     common = defaultFloat();
   const Tensor& ref = deviceOperand(a, b);
-  Tensor x = onDevice(a, ref, common), y = onDevice(b, ref, common);
+  c10::MaybeOwned<Tensor> x = onDevice(a, ref, common), y = onDevice(b, ref, common);
   c10::ScalarType result_dtype = result == Result::Bool ? c10::ScalarType::Bool : common;
-  return launchInto(out, result_dtype, eagerKernel(op, common), {x, y}, scalars);
+  return launchInto(out, result_dtype, eagerKernel(op, common), {*x, *y}, scalars);
 }
 
 Tensor& unaryOut(const char* op, Result result, const Tensor& self, Tensor& out,
@@ -124,9 +132,9 @@ Tensor& unaryOut(const char* op, Result result, const Tensor& self, Tensor& out,
   c10::ScalarType common = self.scalar_type();
   if (result == Result::FloatOnly && c10::isIntegralType(common, /*includeBool=*/true))
     common = defaultFloat();
-  Tensor x = onDevice(self, self, common);
+  c10::MaybeOwned<Tensor> x = onDevice(self, self, common);
   c10::ScalarType result_dtype = result == Result::Bool ? c10::ScalarType::Bool : common;
-  return launchInto(out, result_dtype, eagerKernel(op, common), {x}, scalars);
+  return launchInto(out, result_dtype, eagerKernel(op, common), {*x}, scalars);
 }
 
 maiaKernelArg alphaArg(const at::Scalar& alpha, c10::ScalarType dtype, bool negate) {
@@ -225,9 +233,9 @@ Tensor& maskedFill(Tensor& self, const Tensor& mask, const Tensor& filler) {
               mask.scalar_type());
   TORCH_CHECK(filler.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, "
               "but got tensor with ", filler.dim(), " dimension(s).");
-  Tensor value = onDevice(filler, self, self.scalar_type());
+  c10::MaybeOwned<Tensor> value = onDevice(filler, self, self.scalar_type());
   Tensor result;
-  whereOut(mask, value, self, result);
+  whereOut(mask, *value, self, result);
   TORCH_CHECK(result.sizes() == self.sizes(), "masked_fill_: the mask of shape ", mask.sizes(),
               " does not broadcast to the tensor of shape ", self.sizes());
   return self.copy_(result);
@@ -260,9 +268,9 @@ Tensor& whereOut(const Tensor& condition, const Tensor& a, const Tensor& b, Tens
               condition.scalar_type());
   c10::ScalarType common = at::native::result_type(a, b);
   const Tensor& ref = condition.device().is_privateuseone() ? condition : deviceOperand(a, b);
-  Tensor c = onDevice(condition, ref, c10::ScalarType::Bool);
-  Tensor x = onDevice(a, ref, common), y = onDevice(b, ref, common);
-  return launchInto(out, common, eagerKernel("where", common), {c, x, y});
+  c10::MaybeOwned<Tensor> c = onDevice(condition, ref, c10::ScalarType::Bool);
+  c10::MaybeOwned<Tensor> x = onDevice(a, ref, common), y = onDevice(b, ref, common);
+  return launchInto(out, common, eagerKernel("where", common), {*c, *x, *y});
 }
 
 // ---------------------------------------------------------------- registration
