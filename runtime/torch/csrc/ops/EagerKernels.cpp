@@ -173,9 +173,9 @@ maiaKernel_t eagerKernel(const char* op, c10::ScalarType dtype) {
   return t_kernel_cache.get(eagerLibrary(), op, dtype);
 }
 
-maiaKernel_t reduceKernel(const std::string& name) {
+maiaKernel_t reduceKernel(const char* op, c10::ScalarType dtype) {
   static auto* library = new KernelLibrary({"maia_reduce_kernels.maiabin"});
-  return library->kernel(name);
+  return t_kernel_cache.get(*library, op, dtype);
 }
 
 maiaKernel_t gemmKernel(c10::ScalarType dtype) {

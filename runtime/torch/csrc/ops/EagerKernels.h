@@ -18,8 +18,9 @@ maiaKernel_t eagerKernel(const std::string& name);
 /// Kernel "<op>_<dtype suffix>" of the eager binary, from a per-thread cache
 /// keyed by (op, dtype): the per-op path builds no string and takes no lock.
 maiaKernel_t eagerKernel(const char* op, c10::ScalarType dtype);
-/// A kernel of the reduce binary (maia_reduce_kernels.maiabin, e.g. "sum_f32").
-maiaKernel_t reduceKernel(const std::string& name);
+/// Kernel "<op>_<dtype suffix>" of the reduce binary (maia_reduce_kernels.maiabin,
+/// e.g. "sum_f32"), cached like eagerKernel(op, dtype).
+maiaKernel_t reduceKernel(const char* op, c10::ScalarType dtype);
 /// Kernel "gemm_<dtype suffix>" of the GEMM binary (cached like eagerKernel).
 maiaKernel_t gemmKernel(c10::ScalarType dtype);
 /// Kernel "<op>_<dtype suffix>" of the NN binary (maia_nn_kernels.maiabin,

@@ -33,13 +33,54 @@ using DimList = at::OptionalIntArrayRef;
 // Below this many input elements one program (one core) is faster than a split.
 constexpr int64_t kElementsPerProgram = 1 << 15;
 
+/// A memref of rank over contiguous t's elements; the caller sets sizes
+/// and strides (no view is made).
+maiaKernelArg contiguousMemref(const Tensor& t, int rank) {
+  maiaKernelArg memref{};
+  memref.kind = maiaArgMemref;
+  memref.dtype = driverDtype(t.scalar_type());
+  memref.rank = rank;
+  memref.data = const_cast<void*>(t.storage().data());
+  memref.offset = t.storage_offset();
+  return memref;
+}
+
 /// The input viewed as [outer, n, inner] and the result's shape.
 struct Plan {
-  Tensor in3;
-  std::vector<int64_t> shape;
-  std::vector<bool> reduced;
+  Tensor in3;            // the view, when it had to be made (else undefined)
+  maiaKernelArg input{};  // memref of the [outer, n, inner] view
+  c10::SmallVector<int64_t, 6> shape;
+  c10::SmallVector<bool, 6> reduced;
   int64_t outer = 1, n = 1, inner = 1;
+
+  /// Views input (keeping it alive in in3) as [outer, n, inner]. A
+  /// contiguous input needs no view: the memref is computed, saving a
+  /// reshape dispatch per small reduction.
+  void viewInput(const Tensor& x) {
+    if (x.is_contiguous()) {
+      input = contiguousMemref(x, 3);
+      const int64_t sizes[3] = {outer, n, inner};
+      const int64_t strides[3] = {n * inner, inner, 1};
+      for (int d = 0; d < 3; ++d) {
+        input.sizes[d] = sizes[d];
+        input.strides[d] = strides[d];
+      }
+      return;
+    }
+    in3 = x.reshape({outer, n, inner});
+    input = memrefOf(in3);
+  }
 };
+
+/// Memref of a fresh contiguous result as [rows, cols] (no view made).
+maiaKernelArg rowsOf(const Tensor& result, int64_t rows, int64_t cols) {
+  maiaKernelArg memref = contiguousMemref(result, 2);
+  memref.sizes[0] = rows;
+  memref.sizes[1] = cols;
+  memref.strides[0] = cols;
+  memref.strides[1] = 1;
+  return memref;
+}
 
 /// dims: the reduced dimensions; nullopt or empty reduces all of them.
 Plan makePlan(const Tensor& self, DimList dims, bool keepdim) {
@@ -61,7 +102,7 @@ Plan makePlan(const Tensor& self, DimList dims, bool keepdim) {
     else if (keepdim) p.shape.push_back(1);
   }
   if (nd == 0) {
-    p.in3 = self.reshape({1, 1, 1});
+    p.viewInput(self);
     return p;
   }
   int64_t first = -1, last = -1;
@@ -78,7 +119,7 @@ Plan makePlan(const Tensor& self, DimList dims, bool keepdim) {
       else if (d > last) p.inner *= self.size(d);
       else p.n *= self.size(d);
     }
-    p.in3 = self.reshape({p.outer, p.n, p.inner});
+    p.viewInput(self);
   } else {
     std::vector<int64_t> perm;
     for (int64_t d = 0; d < nd; ++d)
@@ -92,6 +133,7 @@ Plan makePlan(const Tensor& self, DimList dims, bool keepdim) {
         p.n *= self.size(d);
       }
     p.in3 = self.permute(perm).reshape({p.outer, p.n, 1});
+    p.input = memrefOf(p.in3);
   }
   return p;
 }
@@ -111,8 +153,9 @@ void checkNonEmpty(const char* op, const Tensor& self, const Plan& p, bool dim_g
 
 maiaKernelArg f64Arg(double v) { return maiaKernelArgFloat(maiaDtypeF64, v); }
 
-void launch(const std::string& name, std::vector<maiaKernelArg> args, const Plan& p,
-            const Tensor& ref) {
+/// Launches kernel "<op>_<dtype>" of the reduction library.
+void launch(const char* op, c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> args,
+            const Plan& p, const Tensor& ref) {
   const int64_t outputs = p.outer * p.inner;
   if (outputs == 0) return;
   c10::DeviceGuard guard(ref.device());
@@ -121,13 +164,16 @@ void launch(const std::string& name, std::vector<maiaKernelArg> args, const Plan
                          ? 1
                          : std::min<int64_t>(deviceCores(), outputs);
   int64_t grid[3] = {programs, 1, 1};
-  MAIA_CHECK(maiaLaunchKernel(reduceKernel(name), grid, args.data(),
+  MAIA_CHECK(maiaLaunchKernel(reduceKernel(op, dtype), grid, args.data(),
                               static_cast<int>(args.size()),
                               driverStream(currentStream(ref.device().index()))));
 }
 
-Tensor castTo(const Tensor& self, c10::ScalarType dtype) {
-  return self.scalar_type() == dtype ? self : self.to(dtype);
+/// self itself (borrowed) when it has dtype: a copy of a tensor Python
+/// holds takes the GIL twice.
+c10::MaybeOwned<Tensor> castTo(const Tensor& self, c10::ScalarType dtype) {
+  if (self.scalar_type() == dtype) return c10::MaybeOwned<Tensor>::borrowed(self);
+  return c10::MaybeOwned<Tensor>::owned(self.to(dtype));
 }
 
 /// out (if defined) receives result: resized, and cast if its dtype differs.
@@ -140,13 +186,12 @@ Tensor& into(Tensor& out, const Tensor& result) {
 /// kernel "<op>_<dtype>" over self cast to dtype; result of dtype.
 Tensor reduceAs(const char* op, const Tensor& self, DimList dims, bool keepdim,
                 c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> scalars = {}) {
-  Tensor x = castTo(self, dtype);
-  Plan p = makePlan(x, dims, keepdim);
-  Tensor result = at::empty(p.shape, x.options());
-  std::vector<maiaKernelArg> args = {memrefOf(result.view({p.outer, p.inner})),
-                                     memrefOf(p.in3)};
-  args.insert(args.end(), scalars.begin(), scalars.end());
-  launch(std::string(op) + "_" + dtypeSuffix(dtype), std::move(args), p, x);
+  c10::MaybeOwned<Tensor> x = castTo(self, dtype);
+  Plan p = makePlan(*x, dims, keepdim);
+  Tensor result = at::empty(p.shape, x->options());
+  c10::SmallVector<maiaKernelArg, 4> args = {rowsOf(result, p.outer, p.inner), p.input};
+  args.append(scalars.begin(), scalars.end());
+  launch(op, dtype, args, p, *x);
   return result;
 }
 
@@ -218,10 +263,9 @@ std::tuple<Tensor, Tensor> withIndex(bool is_max, const char* op, const Tensor& 
   }
   Tensor values = at::empty(p.shape, self.options());
   Tensor indices = at::empty(p.shape, self.options().dtype(c10::ScalarType::Long));
-  launch(std::string(is_max ? "argmax_" : "argmin_") + dtypeSuffix(self.scalar_type()),
-         {memrefOf(values.view({p.outer, p.inner})), memrefOf(indices.view({p.outer, p.inner})),
-          memrefOf(p.in3)},
-         p, self);
+  launch(is_max ? "argmax" : "argmin", self.scalar_type(),
+         {rowsOf(values, p.outer, p.inner), rowsOf(indices, p.outer, p.inner), p.input}, p,
+         self);
   return {values, indices};
 }
 
@@ -234,9 +278,9 @@ std::tuple<Tensor, Tensor> moments(bool take_sqrt, const Tensor& self, DimList d
   Tensor var = at::empty(p.shape, self.options());
   Tensor mean = at::empty(p.shape, self.options());
   double c = correction.has_value() ? correction->toDouble() : 1.0;
-  launch(std::string("moments_") + dtypeSuffix(self.scalar_type()),
-         {memrefOf(var.view({p.outer, p.inner})), memrefOf(mean.view({p.outer, p.inner})),
-          memrefOf(p.in3), f64Arg(c), intArg(take_sqrt ? 1 : 0)},
+  launch("moments", self.scalar_type(),
+         {rowsOf(var, p.outer, p.inner), rowsOf(mean, p.outer, p.inner), p.input, f64Arg(c),
+          intArg(take_sqrt ? 1 : 0)},
          p, self);
   return {var, mean};
 }
@@ -275,8 +319,8 @@ Tensor anyAll(bool is_any, const Tensor& self, DimList dims, bool keepdim) {
   Plan p = makePlan(self, dims, keepdim);
   Tensor result =
       at::empty(p.shape, self.options().dtype(u8 ? c10::ScalarType::Byte : c10::ScalarType::Bool));
-  launch(std::string(is_any ? "any_" : "all_") + dtypeSuffix(self.scalar_type()),
-         {memrefOf(result.view({p.outer, p.inner})), memrefOf(p.in3)}, p, self);
+  launch(is_any ? "any" : "all", self.scalar_type(), {rowsOf(result, p.outer, p.inner), p.input},
+         p, self);
   return result;
 }
 
@@ -285,21 +329,22 @@ Tensor cumsumOp(const Tensor& self, int64_t dim, std::optional<c10::ScalarType> 
   c10::ScalarType result_dtype = sumDtype(self, dtype, out);
   TORCH_CHECK(result_dtype != c10::ScalarType::Bool, "cumsum: bool results are not supported "
               "on maia");
-  Tensor x = castTo(self, result_dtype);
-  const int64_t nd = x.dim();
+  c10::MaybeOwned<Tensor> x = castTo(self, result_dtype);
+  const int64_t nd = x->dim();
   int64_t d = at::maybe_wrap_dim(dim, nd);
   Plan p;
   if (nd > 0) {
     for (int64_t i = 0; i < nd; ++i) {
-      if (i < d) p.outer *= x.size(i);
-      else if (i > d) p.inner *= x.size(i);
-      else p.n = x.size(i);
+      if (i < d) p.outer *= x->size(i);
+      else if (i > d) p.inner *= x->size(i);
+      else p.n = x->size(i);
     }
   }
-  p.in3 = x.reshape({p.outer, p.n, p.inner});
-  Tensor result = at::empty(x.sizes(), x.options());
-  launch(std::string("cumsum_") + dtypeSuffix(result_dtype),
-         {memrefOf(result.view({p.outer, p.n, p.inner})), memrefOf(p.in3)}, p, x);
+  p.viewInput(*x);
+  Tensor result = at::empty(x->sizes(), x->options());
+  Plan written = p;  // the result has the input's [outer, n, inner] shape
+  written.viewInput(result);
+  launch("cumsum", result_dtype, {written.input, p.input}, p, *x);
   return result;
 }
 
