@@ -105,12 +105,7 @@ KernelLibrary& nnLibrary() {
 }
 
 maiaKernelArg denseMemref(const at::Tensor& t, int64_t numel) {
-  maiaKernelArg memref{};
-  memref.kind = maiaArgMemref;
-  memref.dtype = driverDtype(t.scalar_type());
-  memref.rank = kRank;
-  memref.data = const_cast<void*>(t.storage().data());
-  memref.offset = t.storage_offset();
+  maiaKernelArg memref = unshapedMemref(t, kRank);
   for (int d = 0; d < kRank; ++d) {
     memref.sizes[d] = 1;
     memref.strides[d] = 0;
@@ -211,16 +206,20 @@ void launchNn(const char* name, c10::ScalarType dtype,
                               driverStream(currentStream(device.index()))));
 }
 
-maiaKernelArg memrefOf(const at::Tensor& t) {
-  TORCH_CHECK(t.dim() <= MAIA_MAX_RANK, "maia kernels take at most ", MAIA_MAX_RANK,
-              " dimensions, got ", t.dim());
+maiaKernelArg unshapedMemref(const at::Tensor& t, int rank) {
   maiaKernelArg memref{};
   memref.kind = maiaArgMemref;
   memref.dtype = driverDtype(t.scalar_type());
-  memref.rank = static_cast<int32_t>(t.dim());
-  const char* base = static_cast<const char*>(t.storage().data());
-  memref.data = const_cast<char*>(base);
+  memref.rank = rank;
+  memref.data = const_cast<void*>(t.storage().data());
   memref.offset = t.storage_offset();
+  return memref;
+}
+
+maiaKernelArg memrefOf(const at::Tensor& t) {
+  TORCH_CHECK(t.dim() <= MAIA_MAX_RANK, "maia kernels take at most ", MAIA_MAX_RANK,
+              " dimensions, got ", t.dim());
+  maiaKernelArg memref = unshapedMemref(t, static_cast<int>(t.dim()));
   for (int64_t d = 0; d < t.dim(); ++d) {
     memref.sizes[d] = t.size(d);
     memref.strides[d] = t.stride(d);

@@ -43,6 +43,10 @@ void launchNn(const char* name, c10::ScalarType dtype,
 /// An int64 scalar kernel argument.
 inline maiaKernelArg intArg(int64_t v) { return maiaKernelArgInt(maiaDtypeI64, v); }
 
+/// A memref of rank over t's storage from t's offset, sizes and strides
+/// left for the caller to set (no view is made for them).
+maiaKernelArg unshapedMemref(const at::Tensor& t, int rank);
+
 /// A memref argument viewing tensor t (allocation start + element offset,
 /// so negative strides stay inside the allocation).
 maiaKernelArg memrefOf(const at::Tensor& t);

@@ -33,18 +33,6 @@ using DimList = at::OptionalIntArrayRef;
 // Below this many input elements one program (one core) is faster than a split.
 constexpr int64_t kElementsPerProgram = 1 << 15;
 
-/// A memref of rank over contiguous t's elements; the caller sets sizes
-/// and strides (no view is made).
-maiaKernelArg contiguousMemref(const Tensor& t, int rank) {
-  maiaKernelArg memref{};
-  memref.kind = maiaArgMemref;
-  memref.dtype = driverDtype(t.scalar_type());
-  memref.rank = rank;
-  memref.data = const_cast<void*>(t.storage().data());
-  memref.offset = t.storage_offset();
-  return memref;
-}
-
 /// The input viewed as [outer, n, inner] and the result's shape.
 struct Plan {
   Tensor in3;            // the view, when it had to be made (else undefined)
@@ -58,7 +46,7 @@ struct Plan {
   /// reshape dispatch per small reduction.
   void viewInput(const Tensor& x) {
     if (x.is_contiguous()) {
-      input = contiguousMemref(x, 3);
+      input = unshapedMemref(x, 3);
       const int64_t sizes[3] = {outer, n, inner};
       const int64_t strides[3] = {n * inner, inner, 1};
       for (int d = 0; d < 3; ++d) {
@@ -74,7 +62,7 @@ struct Plan {
 
 /// Memref of a fresh contiguous result as [rows, cols] (no view made).
 maiaKernelArg rowsOf(const Tensor& result, int64_t rows, int64_t cols) {
-  maiaKernelArg memref = contiguousMemref(result, 2);
+  maiaKernelArg memref = unshapedMemref(result, 2);
   memref.sizes[0] = rows;
   memref.sizes[1] = cols;
   memref.strides[0] = cols;
