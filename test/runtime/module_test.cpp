@@ -312,6 +312,24 @@ TEST_F(ModuleTest, RejectsHandlesThatWereNeverIssued) {
   MAIA_EXPECT_ERROR(maiaKernelGetName(nullptr, &name), maiaErrorInvalidHandle, "kernel");
 }
 
+// Launches cache the kernels they found valid per thread; an unload must
+// still make the next launch of a cached kernel fail, also while queued
+// launches keep the module mapped.
+TEST_F(ModuleTest, ALaunchedKernelIsRefusedOnceItsModuleIsUnloaded) {
+  maiaModule_t module = nullptr;
+  MAIA_ASSERT_OK(maiaModuleLoadData(&module, basic_.data(), basic_.size()));
+  maiaKernel_t empty = kernel(module, "empty");
+  int64_t grid[3] = {1, 1, 1};
+  maia_test::Gate gate;
+  MAIA_ASSERT_OK(maiaLaunchHostFunc(nullptr, maia_test::Gate::wait, &gate));
+  for (int i = 0; i < 3; ++i) MAIA_ASSERT_OK(maiaLaunchKernel(empty, grid, nullptr, 0, nullptr));
+  MAIA_ASSERT_OK(maiaModuleUnload(module));
+  MAIA_EXPECT_ERROR(maiaLaunchKernel(empty, grid, nullptr, 0, nullptr), maiaErrorInvalidHandle,
+                    "its module was unloaded");
+  gate.open = true;
+  MAIA_ASSERT_OK(maiaDeviceSynchronize());
+}
+
 TEST_F(ModuleTest, RejectsNullArguments) {
   maiaModule_t module = nullptr;
   MAIA_EXPECT_ERROR(maiaModuleLoad(nullptr, kernelPath("basic_kernels").c_str()),

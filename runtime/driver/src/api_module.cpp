@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <mutex>
@@ -56,8 +57,13 @@ class ModuleRegistry {
     std::shared_ptr<Module> module = std::move(it->second);
     modules_.erase(it);
     for (maiaKernel& kernel : module->kernels()) kernels_.erase(&kernel);
+    unloads_.fetch_add(1, std::memory_order_acq_rel);
     return module;
   }
+
+  /// Bumped by every unload: a kernel handle found valid stays valid while
+  /// this is unchanged.
+  uint64_t unloads() const { return unloads_.load(std::memory_order_acquire); }
 
   std::shared_ptr<Module> ownerOf(const maiaKernel* kernel) {
     std::lock_guard lock(mutex_);
@@ -71,6 +77,7 @@ class ModuleRegistry {
   static constexpr uintptr_t kTokenStride = 16;
 
   std::mutex mutex_;
+  std::atomic<uint64_t> unloads_{0};
   uintptr_t next_token_ = kTokenStride;
   std::unordered_map<maiaModule_t, std::shared_ptr<Module>> modules_;
   std::unordered_set<const maiaKernel*> kernels_;
@@ -152,7 +159,27 @@ Status loadModule(std::span<const std::byte> bytes, const std::string& origin,
 }  // namespace
 
 Status lookupKernel(maiaKernel_t kernel, std::shared_ptr<Module>* out_owner) {
+  // Every launch looks its kernel up: a per-thread cache of kernels found
+  // valid spares the registry's mutex and hash lookup while no module was
+  // unloaded since. The cache holds weak references: it never keeps an
+  // unloaded module mapped.
+  struct Entry {
+    const maiaKernel* kernel = nullptr;
+    uint64_t unloads = 0;
+    std::weak_ptr<Module> owner;
+  };
+  constexpr size_t kEntries = 16;
+  thread_local Entry t_owners[kEntries];
+  Entry& entry = t_owners[(reinterpret_cast<uintptr_t>(kernel) >> 4) % kEntries];
+  const uint64_t unloads = registry().unloads();
+  if (entry.kernel == kernel && entry.unloads == unloads) {
+    if (std::shared_ptr<Module> owner = entry.owner.lock()) {
+      *out_owner = std::move(owner);
+      return {};
+    }
+  }
   std::shared_ptr<Module> owner = registry().ownerOf(kernel);
+  if (owner) entry = Entry{kernel, unloads, owner};
   if (!owner)
     return makeError(maiaErrorInvalidHandle, "kernel handle ", static_cast<const void*>(kernel),
                      " is not a kernel of a loaded module (never obtained, or its module was "

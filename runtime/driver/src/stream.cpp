@@ -21,6 +21,16 @@ Status resolveStream(maiaStream_t handle, std::shared_ptr<Stream>* out) {
     *out = device->defaultStreamRef();
     return {};
   }
+  // A device's default stream is made at initialization and never
+  // destroyed: found without the registry's mutex (every eager launch names
+  // one).
+  for (int i = 0; i < deviceCount(); ++i) {
+    Device* device = nullptr;
+    if (deviceAt(i, &device).ok() && device->defaultStream() == handle) {
+      *out = device->defaultStreamRef();
+      return {};
+    }
+  }
   std::shared_ptr<Stream> stream = registry().find(handle);
   if (!stream)
     return makeError(maiaErrorInvalidHandle, "stream ", static_cast<const void*>(handle),
