@@ -69,11 +69,15 @@ void Scheduler::wakeWorkerIfNeeded() {
 
 bool Scheduler::claimChunk(Stream* prefer, Claim* out) {
   auto tryStream = [&](Stream* stream) {
-    if (stream->idle()) return false;
+    if (stream->idle() || !stream->head_claimable.load(std::memory_order_acquire)) return false;
     std::lock_guard<SpinLock> lock(stream->mutex);
     if (stream->queue.empty()) return false;
     Command* head = stream->queue.front();
-    if (!head->hasUnclaimedChunk() || !head->ready()) return false;
+    if (!head->hasUnclaimedChunk()) {
+      stream->head_claimable.store(false, std::memory_order_release);
+      return false;
+    }
+    if (!head->ready()) return false;
     int64_t chunk = head->claimChunk();
     if (chunk >= head->totalChunks()) return false;
     *out = Claim{stream, head, chunk};
@@ -127,6 +131,7 @@ void Scheduler::completeHead(Stream* stream, Command* command) {
   {
     std::lock_guard<SpinLock> lock(stream->mutex);
     stream->queue.pop_front();
+    stream->head_claimable.store(!stream->queue.empty(), std::memory_order_release);
     parallel_next = !stream->queue.empty() && stream->queue.front()->totalChunks() > 1;
   }
   // The stream is done with the command before anyone can observe its

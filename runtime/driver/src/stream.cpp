@@ -90,6 +90,7 @@ Status enqueue(Stream* stream, std::unique_ptr<Command> cmd) {
                        " was destroyed");
     at_head = stream->queue.empty();
     stream->queue.push_back(cmd.release());
+    if (at_head) stream->head_claimable.store(true, std::memory_order_release);
     stream->enqueued.fetch_add(1, std::memory_order_seq_cst);
   }
   scheduler().notifyWork(at_head);

@@ -29,6 +29,12 @@ struct maiaStream {
   maia::driver::SpinLock mutex;
   std::deque<maia::driver::Command*> queue;
   bool destroyed = false;
+  /// False once a core saw that the head has no chunk left to claim; set
+  /// again (under mutex) whenever the head changes. Idle cores read it
+  /// without the lock: while one core runs a single-chunk head, the others
+  /// would otherwise take the queue lock on every enqueue, contending with
+  /// the enqueueing host.
+  std::atomic<bool> head_claimable{false};
 
   /// Sequence numbers: commands enqueued / completed so far. Commands
   /// complete in order, so "command n is done" is completed >= n.
