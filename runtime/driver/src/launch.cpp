@@ -36,8 +36,9 @@ class KernelCommand final : public Command, public PooledAllocation<KernelComman
     }
   }
 
-  /// Where argument i's words start (filled in by the launch).
-  int64_t* argumentWords(size_t i, size_t offset) {
+  /// Binds argument i to the words at offset; returns them for the launch
+  /// to fill in.
+  int64_t* bindArgument(size_t i, size_t offset) {
     args_[i] = words_ + offset;
     return words_ + offset;
   }
@@ -245,7 +246,7 @@ Status launch(maiaKernel_t handle, const int64_t grid[3], const maiaKernelArg* a
       return makeError(maiaErrorInvalidLaunch, "argument ", i, " of kernel '", kernel.name,
                        "' has dtype ", dtypeName(arg.dtype), ", the kernel expects ",
                        dtypeName(spec.dtype));
-    int64_t* out = command->argumentWords(i, offset);
+    int64_t* out = command->bindArgument(i, offset);
     offset += argumentWords(spec);
     if (spec.kind == maiaArgScalar) {
       encodeScalar(arg, out);

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <mutex>
 #include <new>
+#include <type_traits>
 #include <vector>
 
 #include "spin_lock.h"
@@ -61,14 +62,12 @@ class RecyclingPool {
 /// freed by a core during exit.
 template <typename T, size_t kMaxFree = 2048>
 struct PooledAllocation {
-  static void* operator new(size_t bytes) {
-    if (bytes != sizeof(T)) return ::operator new(bytes);  // a class derived from T
+  // Every block is sizeof(T): nothing may derive from T.
+  static void* operator new(size_t) {
+    static_assert(std::is_final_v<T>, "a pooled class must be final");
     return pool().allocate();
   }
-  static void operator delete(void* block, size_t bytes) {
-    if (bytes != sizeof(T)) return ::operator delete(block);
-    pool().release(block);
-  }
+  static void operator delete(void* block) { pool().release(block); }
 
  private:
   static auto& pool() {  // deduced: T is incomplete where this is declared

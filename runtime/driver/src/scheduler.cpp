@@ -157,7 +157,8 @@ void Scheduler::workerLoop() {
   // busy and bumps the epoch on every enqueue, and a second worker that
   // renewed its budget on each bump spun forever, taking a vCPU from the
   // host thread that enqueues (3 busy threads on 2 vCPUs).
-  auto deadline = Clock::now() + std::chrono::microseconds(spin_us_);
+  auto budget_end = [this] { return Clock::now() + std::chrono::microseconds(spin_us_); };
+  auto deadline = budget_end();
   while (!stop_.load(std::memory_order_relaxed)) {
     // Read before looking for work: an enqueue that the claim misses bumps
     // the epoch after this, so the spin below or the re-check before
@@ -166,7 +167,7 @@ void Scheduler::workerLoop() {
     uint32_t seen = epochOf(work_.load(std::memory_order_seq_cst));
     if (claimChunk(nullptr, &claim)) {
       runClaim(claim);
-      deadline = Clock::now() + std::chrono::microseconds(spin_us_);
+      deadline = budget_end();
       continue;
     }
     // Idle: spin while something may change, yield the core to a waiting
@@ -202,7 +203,7 @@ void Scheduler::workerLoop() {
     if (!work_waiting && !stop_.load()) worker_wake_.wait(ticket, std::memory_order_seq_cst);
     active_.fetch_add(1, std::memory_order_seq_cst);
     parked_workers_.fetch_sub(1, std::memory_order_seq_cst);
-    deadline = Clock::now() + std::chrono::microseconds(spin_us_);
+    deadline = budget_end();
   }
 }
 

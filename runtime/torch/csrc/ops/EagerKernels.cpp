@@ -216,6 +216,22 @@ maiaKernelArg unshapedMemref(const at::Tensor& t, int rank) {
   return memref;
 }
 
+maiaKernelArg rowMajorMemref(const at::Tensor& t, std::initializer_list<int64_t> sizes) {
+  maiaKernelArg memref = unshapedMemref(t, static_cast<int>(sizes.size()));
+  int64_t stride = 1;
+  for (int d = static_cast<int>(sizes.size()) - 1; d >= 0; --d) {
+    memref.sizes[d] = sizes.begin()[d];
+    memref.strides[d] = stride;
+    stride *= sizes.begin()[d];
+  }
+  return memref;
+}
+
+c10::MaybeOwned<at::Tensor> castTo(const at::Tensor& t, c10::ScalarType dtype) {
+  if (t.scalar_type() == dtype) return c10::MaybeOwned<at::Tensor>::borrowed(t);
+  return c10::MaybeOwned<at::Tensor>::owned(t.to(dtype));
+}
+
 maiaKernelArg memrefOf(const at::Tensor& t) {
   TORCH_CHECK(t.dim() <= MAIA_MAX_RANK, "maia kernels take at most ", MAIA_MAX_RANK,
               " dimensions, got ", t.dim());

@@ -6,7 +6,9 @@
 
 #include <ATen/TensorIterator.h>
 #include <ATen/core/Tensor.h>
+#include <c10/util/MaybeOwned.h>
 
+#include <initializer_list>
 #include <string>
 
 namespace torch_maia::ops {
@@ -46,6 +48,14 @@ inline maiaKernelArg intArg(int64_t v) { return maiaKernelArgInt(maiaDtypeI64, v
 /// A memref of rank over t's storage from t's offset, sizes and strides
 /// left for the caller to set (no view is made for them).
 maiaKernelArg unshapedMemref(const at::Tensor& t, int rank);
+/// Contiguous t's elements as a row-major memref of the given sizes (the
+/// view without the reshape/view dispatch).
+maiaKernelArg rowMajorMemref(const at::Tensor& t, std::initializer_list<int64_t> sizes);
+
+/// t itself (borrowed) when it already has dtype, else t cast to it. A copy
+/// of a tensor that Python holds would take the GIL twice (torch preserves
+/// the PyObject while C++ holds a second reference).
+c10::MaybeOwned<at::Tensor> castTo(const at::Tensor& t, c10::ScalarType dtype);
 
 /// A memref argument viewing tensor t (allocation start + element offset,
 /// so negative strides stay inside the allocation).

@@ -33,9 +33,7 @@ c10::ScalarType defaultFloat() { return c10::typeMetaToScalarType(at::get_defaul
 
 /// t as a maia tensor of dtype on ref's device: casts on the device, and
 /// turns a CPU scalar into a 0-dim maia tensor filled on the stream.
-/// t itself (borrowed) when it is already a maia tensor of dtype. A copy of
-/// a tensor that Python holds would take the GIL twice (torch preserves the
-/// PyObject while C++ holds a second reference): 4 GIL round trips per add.
+/// t itself (borrowed, see castTo) when it is already a maia tensor of dtype.
 c10::MaybeOwned<Tensor> onDevice(const Tensor& t, const Tensor& ref, c10::ScalarType dtype) {
   if (t.device().is_cpu()) {
     TORCH_CHECK(t.dim() == 0, "Expected all tensors to be on the same device, but found at "
@@ -45,8 +43,7 @@ c10::MaybeOwned<Tensor> onDevice(const Tensor& t, const Tensor& ref, c10::Scalar
     fill(scalar, t.item());
     return c10::MaybeOwned<Tensor>::owned(std::move(scalar));
   }
-  if (t.scalar_type() == dtype) return c10::MaybeOwned<Tensor>::borrowed(t);
-  return c10::MaybeOwned<Tensor>::owned(t.to(dtype));
+  return castTo(t, dtype);
 }
 
 /// The maia operand among a, b (a CPU scalar cannot decide the device).

@@ -46,29 +46,16 @@ struct Plan {
   /// reshape dispatch per small reduction.
   void viewInput(const Tensor& x) {
     if (x.is_contiguous()) {
-      input = unshapedMemref(x, 3);
-      const int64_t sizes[3] = {outer, n, inner};
-      const int64_t strides[3] = {n * inner, inner, 1};
-      for (int d = 0; d < 3; ++d) {
-        input.sizes[d] = sizes[d];
-        input.strides[d] = strides[d];
-      }
+      input = rowMajorMemref(x, {outer, n, inner});
       return;
     }
     in3 = x.reshape({outer, n, inner});
     input = memrefOf(in3);
   }
-};
 
-/// Memref of a fresh contiguous result as [rows, cols] (no view made).
-maiaKernelArg rowsOf(const Tensor& result, int64_t rows, int64_t cols) {
-  maiaKernelArg memref = unshapedMemref(result, 2);
-  memref.sizes[0] = rows;
-  memref.sizes[1] = cols;
-  memref.strides[0] = cols;
-  memref.strides[1] = 1;
-  return memref;
-}
+  /// A fresh (contiguous) result of the kept dimensions as [outer, inner].
+  maiaKernelArg rows(const Tensor& result) const { return rowMajorMemref(result, {outer, inner}); }
+};
 
 /// dims: the reduced dimensions; nullopt or empty reduces all of them.
 Plan makePlan(const Tensor& self, DimList dims, bool keepdim) {
@@ -157,13 +144,6 @@ void launch(const char* op, c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> 
                               driverStream(currentStream(ref.device().index()))));
 }
 
-/// self itself (borrowed) when it has dtype: a copy of a tensor Python
-/// holds takes the GIL twice.
-c10::MaybeOwned<Tensor> castTo(const Tensor& self, c10::ScalarType dtype) {
-  if (self.scalar_type() == dtype) return c10::MaybeOwned<Tensor>::borrowed(self);
-  return c10::MaybeOwned<Tensor>::owned(self.to(dtype));
-}
-
 /// out (if defined) receives result: resized, and cast if its dtype differs.
 Tensor& into(Tensor& out, const Tensor& result) {
   at::native::resize_output(out, result.sizes());
@@ -177,7 +157,7 @@ Tensor reduceAs(const char* op, const Tensor& self, DimList dims, bool keepdim,
   c10::MaybeOwned<Tensor> x = castTo(self, dtype);
   Plan p = makePlan(*x, dims, keepdim);
   Tensor result = at::empty(p.shape, x->options());
-  c10::SmallVector<maiaKernelArg, 4> args = {rowsOf(result, p.outer, p.inner), p.input};
+  c10::SmallVector<maiaKernelArg, 4> args = {p.rows(result), p.input};
   args.append(scalars.begin(), scalars.end());
   launch(op, dtype, args, p, *x);
   return result;
@@ -252,8 +232,7 @@ std::tuple<Tensor, Tensor> withIndex(bool is_max, const char* op, const Tensor& 
   Tensor values = at::empty(p.shape, self.options());
   Tensor indices = at::empty(p.shape, self.options().dtype(c10::ScalarType::Long));
   launch(is_max ? "argmax" : "argmin", self.scalar_type(),
-         {rowsOf(values, p.outer, p.inner), rowsOf(indices, p.outer, p.inner), p.input}, p,
-         self);
+         {p.rows(values), p.rows(indices), p.input}, p, self);
   return {values, indices};
 }
 
@@ -267,8 +246,7 @@ std::tuple<Tensor, Tensor> moments(bool take_sqrt, const Tensor& self, DimList d
   Tensor mean = at::empty(p.shape, self.options());
   double c = correction.has_value() ? correction->toDouble() : 1.0;
   launch("moments", self.scalar_type(),
-         {rowsOf(var, p.outer, p.inner), rowsOf(mean, p.outer, p.inner), p.input, f64Arg(c),
-          intArg(take_sqrt ? 1 : 0)},
+         {p.rows(var), p.rows(mean), p.input, f64Arg(c), intArg(take_sqrt ? 1 : 0)},
          p, self);
   return {var, mean};
 }
@@ -307,8 +285,7 @@ Tensor anyAll(bool is_any, const Tensor& self, DimList dims, bool keepdim) {
   Plan p = makePlan(self, dims, keepdim);
   Tensor result =
       at::empty(p.shape, self.options().dtype(u8 ? c10::ScalarType::Byte : c10::ScalarType::Bool));
-  launch(is_any ? "any" : "all", self.scalar_type(), {rowsOf(result, p.outer, p.inner), p.input},
-         p, self);
+  launch(is_any ? "any" : "all", self.scalar_type(), {p.rows(result), p.input}, p, self);
   return result;
 }
 
@@ -330,9 +307,8 @@ Tensor cumsumOp(const Tensor& self, int64_t dim, std::optional<c10::ScalarType> 
   }
   p.viewInput(*x);
   Tensor result = at::empty(x->sizes(), x->options());
-  Plan written = p;  // the result has the input's [outer, n, inner] shape
-  written.viewInput(result);
-  launch("cumsum", result_dtype, {written.input, p.input}, p, *x);
+  launch("cumsum", result_dtype, {rowMajorMemref(result, {p.outer, p.n, p.inner}), p.input}, p,
+         *x);
   return result;
 }
 
