@@ -58,3 +58,15 @@ def test_transposed_convolution_runs_on_the_host():
     torch.testing.assert_close(actual.cpu(), F.conv_transpose2d(x, w, stride=2), atol=1e-4,
                                rtol=1e-4)
     assert torch.maia.fallback_counts() == {"aten::convolution_overrideable": 1}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_channels_last_weight_and_double_convolution(dtype):
+    # Inductor hands convolutions channels-last weights; float64 has no
+    # device GEMM (the host computes the batched product, kernel broadcast).
+    x = torch.randn(3, 4, 7, 6, dtype=dtype).to(memory_format=torch.channels_last)
+    w = torch.randn(6, 2, 3, 3, dtype=dtype).to(memory_format=torch.channels_last)
+    b = torch.randn(6, dtype=dtype)
+    expected = F.conv2d(x, w, b, padding=1, groups=2)
+    actual = F.conv2d(x.to("maia"), w.to("maia"), b.to("maia"), padding=1, groups=2)
+    torch.testing.assert_close(actual.cpu(), expected)

@@ -35,10 +35,19 @@ void im2col(void* const* args, const maia_grid_t* grid) {
   const int64_t n_batch = in.sizes[0], h = in.sizes[2], w = in.sizes[3];
   const T zero = maia_eager::store<T>(0.0f);
   auto slice = maia_kernel::programSlice(grid, cols.sizes[0]);
+  const int64_t so = cols.strides[1], sx = in.strides[3];
   for (int64_t row = slice.begin; row < slice.end; ++row) {
     const int64_t c = row / (g.kh * g.kw), i = row / g.kw % g.kh, j = row % g.kw;
     T* out = cols.aligned + cols.offset + row * cols.strides[0];
-    const int64_t so = cols.strides[1];
+    // ix = x * sw + shift: zeros left and right of the columns inside the
+    // input, a plain (vectorizable) copy in between. The same for every
+    // image and output row: computed once per row of cols (the divisions
+    // per output row cost more than the copy of a small image's row).
+    const int64_t shift = j * g.dw - g.pw;
+    const int64_t x_lo = shift >= 0 ? 0 : std::min(g.ow, (-shift + g.sw - 1) / g.sw);
+    const int64_t x_hi =
+        w - 1 - shift < 0 ? x_lo : std::max(x_lo, std::min(g.ow, (w - 1 - shift) / g.sw + 1));
+    const bool unit_strides = so == 1 && g.sw == 1 && sx == 1;
     for (int64_t n = 0; n < n_batch; ++n) {
       const T* plane = in.aligned + in.offset + n * in.strides[0] + c * in.strides[1];
       for (int64_t y = 0; y < g.oh; ++y) {
@@ -48,15 +57,9 @@ void im2col(void* const* args, const maia_grid_t* grid) {
           for (int64_t x = 0; x < g.ow; ++x) dst[x * so] = zero;
           continue;
         }
-        // ix = x * sw + shift: zeros left and right of the columns inside
-        // the input, a plain (vectorizable) copy in between.
-        const int64_t shift = j * g.dw - g.pw, sx = in.strides[3];
-        const int64_t x_lo = shift >= 0 ? 0 : std::min(g.ow, (-shift + g.sw - 1) / g.sw);
-        const int64_t x_hi =
-            w - 1 - shift < 0 ? x_lo : std::max(x_lo, std::min(g.ow, (w - 1 - shift) / g.sw + 1));
         const T* src = plane + iy * in.strides[2] + shift * sx;
         for (int64_t x = 0; x < x_lo; ++x) dst[x * so] = zero;
-        if (so == 1 && g.sw == 1 && sx == 1) {
+        if (unit_strides) {
           for (int64_t x = x_lo; x < x_hi; ++x) dst[x] = src[x];
         } else {
           for (int64_t x = x_lo; x < x_hi; ++x) dst[x * so] = src[x * g.sw * sx];

@@ -36,30 +36,6 @@ void checkOperands(const char* op, const Tensor& a, const Tensor& b, int64_t ran
               a.sizes(), " and ", b.sizes(), ")");
 }
 
-/// out[b] = alpha * a[b] @ m[b] + beta * out[b] on the device; a, m, out are
-/// 3-D (batch, rows, cols) or 2-D (rows, cols: one batch) tensors, passed as
-/// rank-3 memrefs (no unsqueezed views: each would cost a dispatch). beta == 0
-/// never reads out.
-void gemm(const Tensor& a, const Tensor& m, const Tensor& out, double alpha, double beta) {
-  if (out.numel() == 0) return;
-  const int64_t batch = out.dim() == 3 ? out.size(0) : 1;
-  const int64_t rows = out.size(-2), cols = out.size(-1);
-  if (!hasGemmKernel(out.scalar_type())) {
-    // float64 and integer products: no device kernel; computed on the host.
-    auto batched = [](const Tensor& t) { return t.dim() == 3 ? t.cpu() : t.cpu().unsqueeze(0); };
-    Tensor host = at::baddbmm(batched(out), batched(a), batched(m), beta, alpha);
-    out.copy_(host.view(out.sizes()));
-    return;
-  }
-  // The stream is named explicitly: no device guard needed to launch on it.
-  maiaKernelArg args[5] = {memrefOf(a, 3), memrefOf(m, 3), memrefOf(out, 3), floatScalar(alpha),
-                           floatScalar(beta)};
-  int64_t grid[3];
-  maia_gemm_grid(rows, cols, batch, deviceCores(), grid);
-  MAIA_CHECK(maiaLaunchKernel(gemmKernel(out.scalar_type()), grid, args, 5,
-                              driverStream(currentStream(out.device().index()))));
-}
-
 /// out = beta * bias + alpha * (a @ m) for 3-D operands (bias broadcast).
 Tensor& addmmInto(const Tensor& bias, const Tensor& a, const Tensor& m, const at::Scalar& beta,
                   const at::Scalar& alpha, Tensor& out) {
@@ -196,4 +172,30 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 }
 
 }  // namespace
+
+// 2-D operands pass as rank-3 memrefs (no unsqueezed views: each would
+// cost a dispatch).
+void gemm(const Tensor& a, const Tensor& m, const Tensor& out, double alpha, double beta) {
+  if (out.numel() == 0) return;
+  const int64_t batch = out.dim() == 3 ? out.size(0) : 1;
+  const int64_t rows = out.size(-2), cols = out.size(-1);
+  if (!hasGemmKernel(out.scalar_type())) {
+    // float64 and integer products: no device kernel; computed on the host.
+    auto batched = [batch](const Tensor& t) {
+      Tensor host = t.dim() == 3 ? t.cpu() : t.cpu().unsqueeze(0);
+      return host.expand({batch, host.size(1), host.size(2)});
+    };
+    Tensor host = at::baddbmm(batched(out), batched(a), batched(m), beta, alpha);
+    out.copy_(host.view(out.sizes()));
+    return;
+  }
+  // The stream is named explicitly: no device guard needed to launch on it.
+  maiaKernelArg args[5] = {memrefOf(a, 3), memrefOf(m, 3), memrefOf(out, 3), floatScalar(alpha),
+                           floatScalar(beta)};
+  int64_t grid[3];
+  maia_gemm_grid(rows, cols, batch, deviceCores(), grid);
+  MAIA_CHECK(maiaLaunchKernel(gemmKernel(out.scalar_type()), grid, args, 5,
+                              driverStream(currentStream(out.device().index()))));
+}
+
 }  // namespace torch_maia::ops
