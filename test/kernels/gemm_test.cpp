@@ -260,6 +260,9 @@ TEST_P(GemmTest, TransposedAndStridedOperands) {
   for (Layout la : layouts)
     for (Layout lb : layouts)
       check(Case{.m = 37, .n = 41, .k = 29, .la = la, .lb = lb});
+  // A transposed B packs 16 x 16 blocks: whole panels over two K blocks
+  // (384 + 37, a remainder after the blocks) and a partial last panel.
+  check(Case{.m = 30, .n = 110, .k = 421, .lb = Layout::ColMajor});
 }
 
 TEST_P(GemmTest, TransposedAndStridedOutput) {
