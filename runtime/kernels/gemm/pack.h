@@ -23,10 +23,13 @@ struct View {
 /// dst row c = src column c of a 16 x 16 fp32 block (rows ld apart in src,
 /// ldd apart in dst): 16 loads, 64 in-register shuffles, 16 stores, where a
 /// scalar transpose takes 256 loads and stores.
-inline void transpose16x16(const float* src, int64_t ld, float* dst, int64_t ldd) {
+/// Only the first `lanes` elements of each dst row are stored, and only the
+/// first `rows` rows of src are read (the others count as zero).
+inline void transpose16x16(const float* src, int64_t ld, float* dst, int64_t ldd,
+                           int rows = 16, int lanes = 16) {
   auto as_pd = [](__m512 v) { return _mm512_castps_pd(v); };
   __m512 r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(src + i * ld);
+  for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_loadu_ps(src + i * ld) : _mm512_setzero_ps();
   for (int i = 0; i < 16; i += 2) {  // interleave pairs of rows by 32 bits
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
@@ -47,7 +50,8 @@ inline void transpose16x16(const float* src, int64_t ld, float* dst, int64_t ldd
     r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
     r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
   }
-  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(dst + i * ldd, r[i]);
+  const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
+  for (int i = 0; i < 16; ++i) _mm512_mask_storeu_ps(dst + i * ldd, mask, r[i]);
 }
 #endif
 
@@ -59,13 +63,24 @@ void packA(View<T> a, int64_t mc, int64_t kc, float* __restrict out) {
     int64_t rows = mc - i0 < kMR ? mc - i0 : kMR;
     float* panel = out + i0 * kc;
     if (a.cs == 1) {
-      // Row-major A: read each row contiguously, write with stride kMR.
+      // Row-major A: read each row contiguously, write with stride kMR. In
+      // fp32, 16 x 16 in-register transposes write whole k steps at once
+      // (kMR = 14 lanes of each; missing rows are zero).
+      int64_t k_done = 0;
+#if defined(__AVX512F__)
+      if constexpr (std::is_same_v<T, float>) {
+        static_assert(kMR <= 16);
+        for (; k_done + 16 <= kc; k_done += 16)
+          transpose16x16(&a.at(i0, k_done), a.rs, panel + k_done * kMR, kMR,
+                         static_cast<int>(rows), kMR);
+      }
+#endif
       for (int64_t i = 0; i < rows; ++i) {
         const T* row = &a.at(i0 + i, 0);
-        for (int64_t k = 0; k < kc; ++k) panel[k * kMR + i] = toFloat(row[k]);
+        for (int64_t k = k_done; k < kc; ++k) panel[k * kMR + i] = toFloat(row[k]);
       }
       for (int64_t i = rows; i < kMR; ++i)
-        for (int64_t k = 0; k < kc; ++k) panel[k * kMR + i] = 0.0f;
+        for (int64_t k = k_done; k < kc; ++k) panel[k * kMR + i] = 0.0f;
     } else {
       // Column-major (transposed) or general A: one column of kMR per k.
       for (int64_t k = 0; k < kc; ++k) {
