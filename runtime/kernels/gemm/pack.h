@@ -20,6 +20,10 @@ struct View {
 };
 
 #if defined(__AVX512F__)
+// GCC 12 flags the deliberately undefined pass-through operand inside the
+// unpack intrinsics as uninitialized (a false positive: GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
 /// dst row c = src column c of a 16 x 16 fp32 block (rows ld apart in src,
 /// ldd apart in dst): 16 loads, 64 in-register shuffles, 16 stores, where a
 /// scalar transpose takes 256 loads and stores.
@@ -53,7 +57,35 @@ inline void transpose16x16(const float* src, int64_t ld, float* dst, int64_t ldd
   const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
   for (int i = 0; i < 16; ++i) _mm512_mask_storeu_ps(dst + i * ldd, mask, r[i]);
 }
+#pragma GCC diagnostic pop
 #endif
+
+/// The k steps both packings share: panel[k * width + s] = line s at k, for
+/// `count` <= width source lines, each contiguous over k and `ld` apart
+/// (slots past count are zero). In fp32 with AVX-512 this packs whole
+/// blocks of 16 k steps by in-register transposes and returns how many k
+/// steps it packed (a multiple of 16); otherwise 0. The caller packs the
+/// rest.
+template <typename T>
+int64_t packLinesByTransposes(const T* lines, int64_t ld, int64_t count, int64_t kc,
+                              float* panel, int64_t width) {
+  int64_t k_done = 0;
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<T, float>) {
+    for (; k_done + 16 <= kc; k_done += 16) {
+      for (int64_t first = 0; first < width; first += 16) {
+        const int64_t present = count - first < 16 ? count - first : 16;
+        const int64_t lanes = width - first < 16 ? width - first : 16;
+        // Slots with no line read nothing: any valid address will do.
+        const float* src = present > 0 ? lines + first * ld + k_done : lines;
+        transpose16x16(src, ld, panel + k_done * width + first, width,
+                       static_cast<int>(present > 0 ? present : 0), static_cast<int>(lanes));
+      }
+    }
+  }
+#endif
+  return k_done;
+}
 
 /// Packs rows [0, mc) x columns [0, kc) of a into panels of kMR rows:
 /// out[(i / kMR) * kMR * kc + k * kMR + i % kMR].
@@ -63,18 +95,8 @@ void packA(View<T> a, int64_t mc, int64_t kc, float* __restrict out) {
     int64_t rows = mc - i0 < kMR ? mc - i0 : kMR;
     float* panel = out + i0 * kc;
     if (a.cs == 1) {
-      // Row-major A: read each row contiguously, write with stride kMR. In
-      // fp32, 16 x 16 in-register transposes write whole k steps at once
-      // (kMR = 14 lanes of each; missing rows are zero).
-      int64_t k_done = 0;
-#if defined(__AVX512F__)
-      if constexpr (std::is_same_v<T, float>) {
-        static_assert(kMR <= 16);
-        for (; k_done + 16 <= kc; k_done += 16)
-          transpose16x16(&a.at(i0, k_done), a.rs, panel + k_done * kMR, kMR,
-                         static_cast<int>(rows), kMR);
-      }
-#endif
+      // Row-major A: read each row contiguously, write with stride kMR.
+      const int64_t k_done = packLinesByTransposes(&a.at(i0, 0), a.rs, rows, kc, panel, kMR);
       for (int64_t i = 0; i < rows; ++i) {
         const T* row = &a.at(i0 + i, 0);
         for (int64_t k = k_done; k < kc; ++k) panel[k * kMR + i] = toFloat(row[k]);
@@ -114,25 +136,15 @@ void packB(View<T> b, int64_t kc, int64_t nc, float* __restrict out) {
       }
     } else {
       // Column-major (transposed) or general B: read down each column. A
-      // transposed fp32 B (nn.Linear's weight) is transposed 16 x 16 blocks
-      // at a time.
-      int64_t k_done = 0;
-#if defined(__AVX512F__)
-      if constexpr (std::is_same_v<T, float>) {
-        if (b.rs == 1 && cols == kNR) {
-          for (; k_done + 16 <= kc; k_done += 16) {
-            for (int64_t half = 0; half < kNR; half += 16)
-              transpose16x16(&b.at(k_done, j0 + half), b.cs, panel + k_done * kNR + half, kNR);
-          }
-        }
-      }
-#endif
+      // transposed B (nn.Linear's weight) has contiguous columns.
+      const int64_t k_done =
+          b.rs == 1 ? packLinesByTransposes(&b.at(0, j0), b.cs, cols, kc, panel, kNR) : 0;
       for (int64_t j = 0; j < cols; ++j) {
         const T* col = &b.at(0, j0 + j);
         for (int64_t k = k_done; k < kc; ++k) panel[k * kNR + j] = toFloat(col[k * b.rs]);
       }
       for (int64_t j = cols; j < kNR; ++j)
-        for (int64_t k = 0; k < kc; ++k) panel[k * kNR + j] = 0.0f;
+        for (int64_t k = k_done; k < kc; ++k) panel[k * kNR + j] = 0.0f;
     }
   }
 }

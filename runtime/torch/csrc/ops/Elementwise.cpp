@@ -51,13 +51,13 @@ const Tensor& deviceOperand(const Tensor& a, const Tensor& b) {
   return a.device().is_privateuseone() ? a : b;
 }
 
+/// Input tensors by reference (see onDevice: no copies of Python's tensors).
+using TensorRefs = std::initializer_list<std::reference_wrapper<const Tensor>>;
+
 /// Whether inputs and out (if defined) can skip the TensorIterator: all
 /// contiguous on one device with one shape (0-dim inputs broadcast), out not
 /// partially overlapping an input. The common case of small eager ops, where
 /// building a TensorIterator costs more than the launch.
-/// Input tensors by reference (see onDevice: no copies of Python's tensors).
-using TensorRefs = std::initializer_list<std::reference_wrapper<const Tensor>>;
-
 bool isDenseCase(const Tensor& out, TensorRefs inputs, c10::IntArrayRef* shape) {
   const Tensor* ref = nullptr;
   for (const Tensor& t : inputs) {
