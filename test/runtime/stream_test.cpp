@@ -203,6 +203,48 @@ TEST(StreamQueueTest, AnEnqueueOnAFullStreamWaitsUntilACommandCompletes) {
       ::testing::ExitedWithCode(0), "");
 }
 
+/// Host functions that record the order they ran in.
+struct OrderLog {
+  struct Entry {
+    OrderLog* log;
+    int index;
+  };
+  std::vector<Entry> entries;
+  std::vector<int> ran;
+
+  explicit OrderLog(int n) {
+    for (int i = 0; i < n; ++i) entries.push_back({this, i});
+  }
+  static void record(void* entry) {
+    auto* e = static_cast<Entry*>(entry);
+    e->log->ran.push_back(e->index);
+  }
+};
+
+// A stream's ring of commands starts small and grows with the backlog: a
+// backlog built behind a gate, starting mid-ring (after earlier commands
+// completed), runs complete and in order.
+TEST(StreamQueueTest, ABacklogLongerThanTheRingRunsInOrder) {
+  maiaStream_t stream;
+  MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
+  const int before = 37, backlog = 900;  // below the default depth (1024): never waits
+  OrderLog log(before + backlog);
+  for (int i = 0; i < before; ++i)
+    MAIA_ASSERT_OK(maiaLaunchHostFunc(stream, OrderLog::record, &log.entries[i]));
+  MAIA_ASSERT_OK(maiaStreamSynchronize(stream));
+  Gate gate;
+  MAIA_ASSERT_OK(maiaLaunchHostFunc(stream, Gate::wait, &gate));
+  for (int i = before; i < before + backlog; ++i)
+    MAIA_ASSERT_OK(maiaLaunchHostFunc(stream, OrderLog::record, &log.entries[i]));
+  EXPECT_EQ(maiaStreamQuery(stream), maiaErrorNotReady);
+  maiaGetLastError();
+  gate.open = true;
+  MAIA_ASSERT_OK(maiaStreamSynchronize(stream));
+  ASSERT_EQ(log.ran.size(), static_cast<size_t>(before + backlog));
+  for (int i = 0; i < before + backlog; ++i) ASSERT_EQ(log.ran[i], i);
+  MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+}
+
 TEST(StreamQueueTest, AMalformedDepthIsReported) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(

@@ -94,11 +94,11 @@ std::vector<std::shared_ptr<Stream>> Device::streams() const {
 Status synchronizeDevice(Device* device, bool report_sticky) {
   std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> targets;
   for (auto& stream : device->streams())
-    targets.emplace_back(stream, stream->enqueued.load(std::memory_order_acquire));
+    targets.emplace_back(stream, stream->commands.enqueued());
   scheduler().waitUntil(
       [&] {
         for (auto& [stream, target] : targets)
-          if (stream->completed.load(std::memory_order_acquire) < target) return false;
+          if (stream->commands.completed() < target) return false;
         return true;
       },
       nullptr);

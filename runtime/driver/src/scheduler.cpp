@@ -69,18 +69,10 @@ void Scheduler::wakeWorkerIfNeeded() {
 
 bool Scheduler::claimChunk(Stream* prefer, Claim* out) {
   auto tryStream = [&](Stream* stream) {
-    if (stream->idle() || !stream->head_claimable.load(std::memory_order_acquire)) return false;
-    std::lock_guard<SpinLock> lock(stream->mutex);
-    if (stream->queue.empty()) return false;
-    Command* head = stream->queue.front();
-    if (!head->hasUnclaimedChunk()) {
-      stream->head_claimable.store(false, std::memory_order_release);
-      return false;
-    }
-    if (!head->ready()) return false;
-    int64_t chunk = head->claimChunk();
-    if (chunk >= head->totalChunks()) return false;
-    *out = Claim{stream, head, chunk};
+    Command* command = nullptr;
+    int64_t chunk = 0;
+    if (!stream->commands.claimHeadChunk(&command, &chunk)) return false;
+    *out = Claim{stream, command, chunk};
     return true;
   };
   std::lock_guard<SpinLock> lock(streams_mutex_);
@@ -127,17 +119,10 @@ void Scheduler::runClaim(Claim claim) {
 }
 
 void Scheduler::completeHead(Stream* stream, Command* command) {
-  bool parallel_next = false;
-  {
-    std::lock_guard<SpinLock> lock(stream->mutex);
-    stream->queue.pop_front();
-    stream->head_claimable.store(!stream->queue.empty(), std::memory_order_release);
-    parallel_next = !stream->queue.empty() && stream->queue.front()->totalChunks() > 1;
-  }
   // The stream is done with the command before anyone can observe its
   // effect (an event's completion): a host that synchronized an event may
   // destroy the stream at once. Nothing touches the stream after this.
-  stream->completed.fetch_add(1, std::memory_order_seq_cst);
+  const bool parallel_next = stream->commands.popHead();
   command->finish();
   delete command;
   work_.fetch_add(kEpochOne - 1, std::memory_order_seq_cst);  // pending is >= 1 here

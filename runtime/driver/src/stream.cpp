@@ -41,7 +41,8 @@ Status resolveStream(maiaStream_t handle, std::shared_ptr<Stream>* out) {
 
 Status createStream(Device* device, int priority, bool is_default,
                     std::shared_ptr<Stream>* out) {
-  auto stream = std::make_shared<Stream>(device, priority, is_default);
+  auto stream = std::make_shared<Stream>(device, priority, is_default,
+                                         static_cast<uint64_t>(config().queue_depth));
   registry().add(stream);
   device->addStream(stream);
   scheduler().addStream(stream.get());
@@ -55,15 +56,10 @@ Status destroyStream(maiaStream_t handle) {
   if (handle == nullptr || stream->is_default)
     return makeError(maiaErrorInvalidHandle, "the default stream of maia:",
                      stream->device->index(), " cannot be destroyed");
-  {
-    std::lock_guard<SpinLock> lock(stream->mutex);
-    uint64_t pending = stream->enqueued.load() - stream->completed.load();
-    if (pending != 0)
-      return makeError(maiaErrorStreamBusy, "cannot destroy stream ",
-                       static_cast<const void*>(handle), ": ", pending,
-                       " command(s) still pending; synchronize it first");
-    stream->destroyed = true;
-  }
+  if (uint64_t pending = stream->commands.closeIfIdle(); pending != 0)
+    return makeError(maiaErrorStreamBusy, "cannot destroy stream ",
+                     static_cast<const void*>(handle), ": ", pending,
+                     " command(s) still pending; synchronize it first");
   registry().remove(handle);
   stream->device->removeStream(stream.get());
   scheduler().removeStream(stream.get());
@@ -76,22 +72,16 @@ Status enqueue(Stream* stream, std::unique_ptr<Command> cmd) {
   // command ring would: without a bound, a host that outruns the cores
   // (many launches behind one long kernel) holds every queued command's
   // arguments and module reference in host memory, without limit.
-  const auto depth = static_cast<uint64_t>(config().queue_depth);
-  auto has_room = [&] {
-    return stream->enqueued.load(std::memory_order_acquire) -
-               stream->completed.load(std::memory_order_acquire) < depth;
-  };
-  if (!has_room()) scheduler().waitUntil(has_room, stream);
   bool at_head = false;
-  {
-    std::lock_guard<SpinLock> lock(stream->mutex);
-    if (stream->destroyed)
+  for (CommandQueue::Push result; (result = stream->commands.push(cmd, &at_head)) !=
+                                  CommandQueue::Push::kQueued;) {
+    if (result == CommandQueue::Push::kClosed)
       return makeError(maiaErrorInvalidHandle, "stream ", static_cast<const void*>(stream),
                        " was destroyed");
-    at_head = stream->queue.empty();
-    stream->queue.push_back(cmd.release());
-    if (at_head) stream->head_claimable.store(true, std::memory_order_release);
-    stream->enqueued.fetch_add(1, std::memory_order_seq_cst);
+    const auto depth = static_cast<uint64_t>(config().queue_depth);
+    const uint64_t full_at = stream->commands.enqueued();
+    scheduler().waitUntil([&] { return stream->commands.completed() + depth > full_at; },
+                          stream);
   }
   scheduler().notifyWork(at_head);
   if (config().launch_blocking) return synchronizeStream(stream);
@@ -99,9 +89,8 @@ Status enqueue(Stream* stream, std::unique_ptr<Command> cmd) {
 }
 
 Status synchronizeStream(Stream* stream) {
-  uint64_t target = stream->enqueued.load(std::memory_order_acquire);
-  scheduler().waitUntil(
-      [&] { return stream->completed.load(std::memory_order_acquire) >= target; }, stream);
+  const uint64_t target = stream->commands.enqueued();
+  scheduler().waitUntil([&] { return stream->commands.completed() >= target; }, stream);
   return stream->device->stickyError();
 }
 

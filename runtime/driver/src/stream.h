@@ -5,46 +5,29 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <mutex>
 
-#include "command.h"
+#include "command_queue.h"
 #include "error.h"
-#include "spin_lock.h"
 
 namespace maia::driver {
 class Device;
 }
 
 struct maiaStream {
-  maiaStream(maia::driver::Device* owner, int prio, bool default_stream)
-      : device(owner), priority(prio), is_default(default_stream) {}
+  maiaStream(maia::driver::Device* owner, int prio, bool default_stream, uint64_t max_pending)
+      : device(owner), priority(prio), is_default(default_stream), commands(max_pending) {}
 
   maia::driver::Device* const device;
   const int priority;
   const bool is_default;
 
-  /// Guards queue and destroyed. Commands are owned by the queue.
-  maia::driver::SpinLock mutex;
-  std::deque<maia::driver::Command*> queue;
-  bool destroyed = false;
-  /// False once a core saw that the head has no chunk left to claim; set
-  /// again (under mutex) whenever the head changes. Idle cores read it
-  /// without the lock: while one core runs a single-chunk head, the others
-  /// would otherwise take the queue lock on every enqueue, contending with
-  /// the enqueueing host.
-  std::atomic<bool> head_claimable{false};
+  /// The commands queued and not yet completed, with the sequence numbers
+  /// enqueued/completed; closed when the stream is destroyed.
+  maia::driver::CommandQueue commands;
 
-  /// Sequence numbers: commands enqueued / completed so far. Commands
-  /// complete in order, so "command n is done" is completed >= n.
-  std::atomic<uint64_t> enqueued{0};
-  std::atomic<uint64_t> completed{0};
-
-  bool idle() const {
-    return completed.load(std::memory_order_acquire) ==
-           enqueued.load(std::memory_order_acquire);
-  }
+  bool idle() const { return commands.idle(); }
 };
 
 namespace maia::driver {
