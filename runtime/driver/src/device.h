@@ -71,8 +71,11 @@ Device* deviceOwning(const void* p);
 Status synchronizeDevice(Device* device, bool report_sticky = true);
 
 /// The first line of every C API function: initialization, fork check.
-#define MAIA_API_ENTER() \
-  MAIA_RETURN_REPORT(::maia::driver::ensureInitialized())
+#define MAIA_API_ENTER()                                                        \
+  do {                                                                          \
+    if (!::maia::driver::g_driver_ready.load(std::memory_order_acquire))        \
+      MAIA_RETURN_REPORT(::maia::driver::ensureInitialized());                  \
+  } while (0)
 
 #define MAIA_RETURN_REPORT(expr)                                   \
   do {                                                             \

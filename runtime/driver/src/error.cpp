@@ -52,11 +52,15 @@ std::atomic<bool> g_initialized{false};
 std::atomic<bool> g_forked_after_init{false};
 
 void onForkInChild() {
-  if (g_initialized.load(std::memory_order_relaxed))
+  if (g_initialized.load(std::memory_order_relaxed)) {
     g_forked_after_init.store(true, std::memory_order_relaxed);
+    g_driver_ready.store(false, std::memory_order_relaxed);
+  }
 }
 
 }  // namespace
+
+std::atomic<bool> g_driver_ready{false};
 
 maiaError_t report(const Status& status) {
   if (!status.ok()) {
@@ -70,6 +74,7 @@ void markDriverInitialized() {
   static const int registered = pthread_atfork(nullptr, nullptr, onForkInChild);
   (void)registered;
   g_initialized.store(true);
+  g_driver_ready.store(true, std::memory_order_release);
 }
 
 Status checkNotForked() {

@@ -4,6 +4,7 @@
 
 #include <maia/runtime.h>
 
+#include <atomic>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -42,6 +43,10 @@ maiaError_t report(const Status& status);
 Status checkNotForked();
 /// Records this process as the driver's owner (at initialization).
 void markDriverInitialized();
+/// True once the driver initialized in this process, false again in a
+/// forked child: the C API's entry check reads only this (a Status per call
+/// cost ~2% of an eager op's host time).
+extern std::atomic<bool> g_driver_ready;
 
 }  // namespace maia::driver
 
