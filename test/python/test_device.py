@@ -91,6 +91,20 @@ class TestBadInput:
         with pytest.raises(RuntimeError, match="same device"):
             torch.add(a, torch.ones(3))
 
+    def test_results_are_allocated_on_the_operands_device(self):
+        # Results are allocated without a dispatch: on the operands' device,
+        # not the current one, which stays as it was.
+        torch.maia.set_device(0)
+        a = torch.arange(16.0).view(4, 4)
+        a1 = a.to("maia:1")
+        results = [(a1 + a1, a + a), (a1 @ a1, a @ a), (torch.relu(a1 - 5), torch.relu(a - 5))]
+        for result, expected in results:
+            assert result.device == torch.device("maia:1")
+            torch.testing.assert_close(result.cpu(), expected)
+        stats = torch.maia.memory_stats(1)
+        assert stats["allocated_bytes.all.current"] > 0
+        assert torch.maia.current_device() == 0
+
     def test_unsupported_dtype(self):
         with pytest.raises(TypeError, match="maia tensors do not support dtype ComplexFloat"):
             torch.empty(2, dtype=torch.complex64, device="maia")

@@ -95,7 +95,7 @@ Tensor& launchInto(Tensor& out, c10::ScalarType result_dtype, maiaKernel_t kerne
   c10::IntArrayRef shape;
   if (isDenseCase(out, inputs, &shape)) {
     if (!out.defined())
-      out = at::empty(shape, inputs.begin()->get().options().dtype(result_dtype));
+      out = newEmpty(shape, inputs.begin()->get().options().dtype(result_dtype));
     std::array<const Tensor*, 4> operands;
     size_t count = 0;
     operands[count++] = &out;

@@ -45,6 +45,14 @@ at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype_opt
                                    memory_format);
 }
 
+at::Tensor newEmpty(c10::IntArrayRef size, const c10::TensorOptions& options) {
+  const c10::DeviceIndex device = options.device().index();
+  std::optional<c10::DeviceGuard> guard;
+  if (device != currentDevice()) guard.emplace(options.device());
+  return at::detail::empty_generic(size, getMaiaCachingAllocator(), kMaiaKeys,
+                                   c10::typeMetaToScalarType(options.dtype()), std::nullopt);
+}
+
 at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
                         std::optional<c10::ScalarType> dtype_opt,
                         std::optional<c10::Layout> layout, std::optional<c10::Device> device,

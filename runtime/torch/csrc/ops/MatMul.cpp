@@ -104,7 +104,7 @@ Tensor& addmvOut(const Tensor& bias, const Tensor& mat, const Tensor& vec,
 }
 
 Tensor emptyResult(const Tensor& a, std::initializer_list<int64_t> shape) {
-  return at::empty(shape, a.options());
+  return newEmpty(shape, a.options());
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
