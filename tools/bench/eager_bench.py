@@ -29,7 +29,7 @@ def per_call(fn, calls, sync):
     return (time.perf_counter() - start) / calls
 
 
-def interleaved(cpu_fn, maia_fn, calls, rounds=9):
+def interleaved(cpu_fn, maia_fn, calls, rounds=21):
     cpu_best = maia_best = float("inf")
     for _ in range(rounds):
         cpu_best = min(cpu_best, per_call(cpu_fn, calls, lambda: None))

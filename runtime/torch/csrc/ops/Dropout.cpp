@@ -15,6 +15,7 @@
 
 #include "MaiaGenerator.h"
 #include "ops/EagerKernels.h"
+#include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -41,8 +42,8 @@ std::tuple<Tensor, Tensor> nativeDropout(const Tensor& input, double p,
               "point input, got ", input.scalar_type());
   TORCH_CHECK(p >= 0 && p <= 1, "dropout probability has to be between 0 and 1, but got ", p);
   Tensor x = input.contiguous();
-  Tensor out = at::empty(x.sizes(), x.options());
-  Tensor mask = at::empty(x.sizes(), x.options().dtype(c10::ScalarType::Bool));
+  Tensor out = newEmpty(x.sizes(), x.options());
+  Tensor mask = newEmpty(x.sizes(), x.options().dtype(c10::ScalarType::Bool));
   const double keep = 1.0 - p;
   const double scale = keep == 0 ? 0.0 : 1.0 / keep;  // p = 1: zeros, no division by zero
   auto [seed, offset] = nextStream(x.device());
@@ -63,7 +64,7 @@ Tensor nativeDropoutBackward(const Tensor& grad, const Tensor& mask, double scal
   // the native elementwise kernels.
   if (!fused) return grad.mul(mask).mul(scale);
   Tensor g = grad.contiguous(), m = mask.contiguous();
-  Tensor out = at::empty(g.sizes(), g.options());
+  Tensor out = newEmpty(g.sizes(), g.options());
   if (out.numel() == 0) return out;
   launchNn("dropout_bwd", g.scalar_type(),
            {memrefOf(out.view({-1})), memrefOf(g.view({-1})), memrefOf(m.view({-1})),

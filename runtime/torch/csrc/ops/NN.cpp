@@ -29,6 +29,7 @@
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
 #include "ops/EagerKernels.h"
+#include "ops/MaiaOps.h"
 #include "ops/Fallback.h"
 
 namespace torch_maia::ops {
@@ -56,7 +57,7 @@ Tensor softmaxForward(const Tensor& self, int64_t dim, bool half_to_float, bool 
   checkFloating(op, self);
   Tensor x = (self.dim() == 0 ? self.view({1}) : self).contiguous();
   dim = at::maybe_wrap_dim(dim, x.dim());
-  Tensor out = at::empty(x.sizes(), x.options());
+  Tensor out = newEmpty(x.sizes(), x.options());
   if (x.numel() > 0) {
     int64_t outer = prod(x.sizes(), 0, dim), n = x.size(dim),
             inner = prod(x.sizes(), dim + 1, x.dim());
@@ -76,7 +77,7 @@ Tensor softmaxBackward(const Tensor& grad, const Tensor& output, int64_t dim,
   Tensor y = (output.dim() == 0 ? output.view({1}) : output).contiguous();
   Tensor g = grad.to(output.scalar_type()).reshape(y.sizes()).contiguous();
   dim = at::maybe_wrap_dim(dim, y.dim());
-  Tensor gi = at::empty(y.sizes(), y.options());
+  Tensor gi = newEmpty(y.sizes(), y.options());
   if (y.numel() > 0) {
     int64_t outer = prod(y.sizes(), 0, dim), n = y.size(dim),
             inner = prod(y.sizes(), dim + 1, y.dim());
@@ -105,8 +106,8 @@ std::tuple<Tensor, Tensor, Tensor> layerNorm(const Tensor& input,
               normalized, "], but got input of size", input.sizes());
   const int64_t m = prod(input.sizes(), 0, axis), n = prod(input.sizes(), axis, input.dim());
   Tensor x = input.contiguous().view({m, n});
-  Tensor out = at::empty({m, n}, x.options());
-  Tensor mean = at::empty({m}, x.options()), rstd = at::empty({m}, x.options());
+  Tensor out = newEmpty({m, n}, x.options());
+  Tensor mean = newEmpty({m}, x.options()), rstd = newEmpty({m}, x.options());
   auto param = [&](const std::optional<Tensor>& p, const char* what) -> Tensor {
     if (!p.has_value() || !p->defined()) return Tensor();
     TORCH_CHECK(p->numel() == n, "layer_norm: expected ", what, " of ", n,
@@ -144,7 +145,7 @@ std::tuple<Tensor, Tensor, Tensor> layerNormBackward(
   Tensor w = has_w ? weight_opt->to(dtype).contiguous().view({n}) : Tensor();
   Tensor dx, dw, db;
   if (mask[0]) {
-    dx = at::empty({m, n}, x.options());
+    dx = newEmpty({m, n}, x.options());
     if (m > 0)
       launchNn("layer_norm_bwd", dtype,
              {memrefOf(dx), memrefOf(dy), memrefOf(x), memrefOf(mean), memrefOf(rstd),
@@ -154,7 +155,7 @@ std::tuple<Tensor, Tensor, Tensor> layerNormBackward(
   }
   const bool want_w = mask[1], want_b = mask[2];
   if (want_w || want_b) {
-    Tensor dw_flat = at::empty({n}, x.options()), db_flat = at::empty({n}, x.options());
+    Tensor dw_flat = newEmpty({n}, x.options()), db_flat = newEmpty({n}, x.options());
     if (m == 0) {
       dw_flat.zero_();
       db_flat.zero_();
@@ -294,7 +295,7 @@ Tensor indexSelect(const Tensor& self, int64_t dim, const Tensor& index) {
   Tensor idx = index.reshape({-1}).to(c10::ScalarType::Long).contiguous();
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end());
   shape[dim] = idx.numel();
-  Tensor out = at::empty(shape, x.options());
+  Tensor out = newEmpty(shape, x.options());
   if (out.numel() > 0) {
     TORCH_CHECK_INDEX(x.size(dim) > 0, "index_select(): self indexing axis dim should be "
                       "positive");

@@ -23,6 +23,7 @@
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
 #include "ops/EagerKernels.h"
+#include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -156,7 +157,7 @@ Tensor reduceAs(const char* op, const Tensor& self, DimList dims, bool keepdim,
                 c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> scalars = {}) {
   c10::MaybeOwned<Tensor> x = castTo(self, dtype);
   Plan p = makePlan(*x, dims, keepdim);
-  Tensor result = at::empty(p.shape, x->options());
+  Tensor result = newEmpty(p.shape, x->options());
   c10::SmallVector<maiaKernelArg, 4> args = {p.rows(result), p.input};
   args.append(scalars.begin(), scalars.end());
   launch(op, dtype, args, p, *x);
@@ -229,8 +230,8 @@ std::tuple<Tensor, Tensor> withIndex(bool is_max, const char* op, const Tensor& 
                       "input.numel() == 0.");
     if (keepdim) p.shape.assign(self.dim(), 1);
   }
-  Tensor values = at::empty(p.shape, self.options());
-  Tensor indices = at::empty(p.shape, self.options().dtype(c10::ScalarType::Long));
+  Tensor values = newEmpty(p.shape, self.options());
+  Tensor indices = newEmpty(p.shape, self.options().dtype(c10::ScalarType::Long));
   launch(is_max ? "argmax" : "argmin", self.scalar_type(),
          {p.rows(values), p.rows(indices), p.input}, p, self);
   return {values, indices};
@@ -242,8 +243,8 @@ std::tuple<Tensor, Tensor> moments(bool take_sqrt, const Tensor& self, DimList d
   TORCH_CHECK(c10::isFloatingType(self.scalar_type()),
               "std and var only support floating point and complex dtypes");
   Plan p = makePlan(self, dims, keepdim);
-  Tensor var = at::empty(p.shape, self.options());
-  Tensor mean = at::empty(p.shape, self.options());
+  Tensor var = newEmpty(p.shape, self.options());
+  Tensor mean = newEmpty(p.shape, self.options());
   double c = correction.has_value() ? correction->toDouble() : 1.0;
   launch("moments", self.scalar_type(),
          {p.rows(var), p.rows(mean), p.input, f64Arg(c), intArg(take_sqrt ? 1 : 0)},
@@ -284,7 +285,7 @@ Tensor anyAll(bool is_any, const Tensor& self, DimList dims, bool keepdim) {
   }
   Plan p = makePlan(self, dims, keepdim);
   Tensor result =
-      at::empty(p.shape, self.options().dtype(u8 ? c10::ScalarType::Byte : c10::ScalarType::Bool));
+      newEmpty(p.shape, self.options().dtype(u8 ? c10::ScalarType::Byte : c10::ScalarType::Bool));
   launch(is_any ? "any" : "all", self.scalar_type(), {p.rows(result), p.input}, p, self);
   return result;
 }
@@ -306,7 +307,7 @@ Tensor cumsumOp(const Tensor& self, int64_t dim, std::optional<c10::ScalarType> 
     }
   }
   p.viewInput(*x);
-  Tensor result = at::empty(x->sizes(), x->options());
+  Tensor result = newEmpty(x->sizes(), x->options());
   launch("cumsum", result_dtype, {rowMajorMemref(result, {p.outer, p.n, p.inner}), p.input}, p,
          *x);
   return result;
