@@ -20,28 +20,26 @@ CommandQueue::~CommandQueue() {
   for (uint64_t n = popped_; n < enqueued_.load(); ++n) delete ring_[n & mask_];
 }
 
-CommandQueue::Push CommandQueue::push(std::unique_ptr<Command>& command, bool* at_head) {
-  uint64_t n = 0;
-  {
-    std::lock_guard<SpinLock> lock(producer_mutex_);
-    if (closed_) return Push::kClosed;
-    n = enqueued_.load(std::memory_order_relaxed);  // written under this lock only
-    if (n - completed_seen_ >= max_pending_) {
-      completed_seen_ = completed_.load(std::memory_order_acquire);
-      if (n - completed_seen_ >= max_pending_) return Push::kFull;
-    }
-    // Slots [completed, n) may still be read by cores; slot n must not be
-    // one of them.
-    if (n - completed_seen_ > mask_) {
-      completed_seen_ = completed_.load(std::memory_order_acquire);
-      if (n - completed_seen_ > mask_) grow(n);
-    }
-    ring_[n & mask_] = command.release();
-    enqueued_.store(n + 1, std::memory_order_seq_cst);
+CommandQueue::Push CommandQueue::push(std::unique_ptr<Command>& command, uint64_t* sequence) {
+  std::lock_guard<SpinLock> lock(producer_mutex_);
+  if (closed_) return Push::kClosed;
+  const uint64_t n = enqueued_.load(std::memory_order_relaxed);  // written under this lock only
+  if (n - completed_seen_ >= max_pending_) {
+    completed_seen_ = completed_.load(std::memory_order_acquire);
+    if (n - completed_seen_ >= max_pending_) return Push::kFull;
   }
-  // Read after publishing: a core that pops the previous head at the same
-  // time either sees this command or has counted it completed here.
-  *at_head = completed_.load(std::memory_order_seq_cst) == n;
+  // Slots [completed, n) may still be read by cores; slot n must not be one
+  // of them.
+  if (n - completed_seen_ > mask_) {
+    completed_seen_ = completed_.load(std::memory_order_acquire);
+    if (n - completed_seen_ > mask_) grow(n);
+  }
+  ring_[n & mask_] = command.release();
+  // A release store, not a fence: the scheduler's notification that
+  // follows is the fence the wake-up protocol needs (a second one cost a
+  // store-buffer drain per launch).
+  enqueued_.store(n + 1, std::memory_order_release);
+  *sequence = n;
   return Push::kQueued;
 }
 

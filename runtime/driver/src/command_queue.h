@@ -35,9 +35,9 @@ class CommandQueue {
 
   /// Producer side, any host thread. Queues command (taking it) unless the
   /// queue holds max_pending commands (kFull: command is left with the
-  /// caller, who waits for room and retries) or was closed. at_head: no
-  /// command was pending before this one, so it can start at once.
-  Push push(std::unique_ptr<Command>& command, bool* at_head);
+  /// caller, who waits for room and retries) or was closed. sequence: the
+  /// command's number; it is the head once completed() reaches it.
+  Push push(std::unique_ptr<Command>& command, uint64_t* sequence);
   /// Closes the queue to later pushes if nothing is pending; otherwise
   /// returns the pending count and leaves it open.
   uint64_t closeIfIdle();

@@ -1,6 +1,7 @@
 // maiaLaunchKernel: validates a launch against the kernel's metadata and
 // queues it; KernelCommand runs its program ids in contiguous blocks.
 #include <bit>
+#include <cstddef>
 #include <cstring>
 
 #include "device.h"
@@ -24,16 +25,13 @@ class KernelCommand final : public Command, public PooledAllocation<KernelComman
       : Command(chunks), module_(std::move(module)), kernel_(kernel) {
     programs_ = grid[0] * grid[1] * grid[2];
     for (int d = 0; d < 3; ++d) grid_[d] = grid[d];
-    words_ = inline_words_;
-    if (words > kInlineWords) {
-      spilled_words_.resize(words);
-      words_ = spilled_words_.data();
+    std::byte* slots = inline_slots_;
+    if (num_args + words > kInlineSlots) {
+      spilled_ = std::make_unique<std::byte[]>((num_args + words) * kSlotBytes);
+      slots = spilled_.get();
     }
-    args_ = inline_args_;
-    if (num_args > kInlineArgs) {
-      spilled_args_.resize(num_args);
-      args_ = spilled_args_.data();
-    }
+    args_ = reinterpret_cast<void**>(slots);
+    words_ = reinterpret_cast<int64_t*>(args_ + num_args);
   }
 
   /// Binds argument i to the words at offset; returns them for the launch
@@ -75,20 +73,20 @@ class KernelCommand final : public Command, public PooledAllocation<KernelComman
   }
 
  private:
-  // Six rank-4 memrefs (11 words each) and a few scalars.
-  static constexpr size_t kInlineWords = 72;
-  static constexpr size_t kInlineArgs = 12;
+  // Argument pointers and words: six rank-4 memrefs (11 words each) and a
+  // few scalars.
+  static constexpr size_t kInlineSlots = 84;
+  static constexpr size_t kSlotBytes = 8;
+  static_assert(sizeof(void*) == kSlotBytes && sizeof(int64_t) == kSlotBytes);
 
   std::shared_ptr<Module> module_;  // keeps the code mapped while queued
   const maiaKernel* kernel_;
   int64_t grid_[3];
   int64_t programs_;
-  int64_t* words_;  // memref descriptors and scalars
   void** args_;     // per argument, where its words start
-  int64_t inline_words_[kInlineWords];
-  void* inline_args_[kInlineArgs];
-  std::vector<int64_t> spilled_words_;
-  std::vector<void*> spilled_args_;
+  int64_t* words_;  // memref descriptors and scalars, after args_
+  std::unique_ptr<std::byte[]> spilled_;
+  alignas(kSlotBytes) std::byte inline_slots_[kInlineSlots * kSlotBytes];
 };
 
 /// Words of argument spec in a launch: a scalar, or a memref descriptor

@@ -50,21 +50,27 @@ void Scheduler::removeStream(Stream* stream) {
   streams_.erase(std::remove(streams_.begin(), streams_.end(), stream), streams_.end());
 }
 
-void Scheduler::notifyWork(bool at_head) {
+void Scheduler::notifyWork(Stream* stream, uint64_t sequence) {
   work_.fetch_add(kEpochOne + 1, std::memory_order_seq_cst);
-  if (at_head) wakeWorkerIfNeeded();
+  if (workerToWake() && stream->commands.completed() == sequence) wakeWorker();
 }
 
-void Scheduler::wakeWorkerIfNeeded() {
+bool Scheduler::workerToWake() const {
   // An idle spinning worker will take the work: waking another would cost a
   // syscall now and a park later. So in steady state (workers spinning or
   // busy) an enqueue makes no syscall.
-  if (spinning_workers_.load(std::memory_order_seq_cst) == 0 &&
-      parked_workers_.load(std::memory_order_seq_cst) > 0 &&
-      active_.load(std::memory_order_seq_cst) < cores_) {
-    worker_wake_.fetch_add(1, std::memory_order_seq_cst);
-    worker_wake_.notify_one();
-  }
+  return spinning_workers_.load(std::memory_order_seq_cst) == 0 &&
+         parked_workers_.load(std::memory_order_seq_cst) > 0 &&
+         active_.load(std::memory_order_seq_cst) < cores_;
+}
+
+void Scheduler::wakeWorker() {
+  worker_wake_.fetch_add(1, std::memory_order_seq_cst);
+  worker_wake_.notify_one();
+}
+
+void Scheduler::wakeWorkerIfNeeded() {
+  if (workerToWake()) wakeWorker();
 }
 
 bool Scheduler::claimChunk(Stream* prefer, Claim* out) {

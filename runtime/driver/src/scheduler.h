@@ -37,12 +37,14 @@ class Scheduler {
   void addStream(Stream* stream);
   void removeStream(Stream* stream);
 
-  /// Called after a command was queued on a stream; at_head: the stream's
-  /// queue was empty, so the command can start at once. A command queued
-  /// behind others is started by the worker that completes its predecessor:
-  /// waking another worker for it would cost a futex wake and a thread
-  /// competing with the host for a core, for nothing.
-  void notifyWork(bool at_head);
+  /// Called after command number sequence was queued on stream. A parked
+  /// worker is woken only if the command can start at once (it is the
+  /// stream's head): a command queued behind others is started by the
+  /// worker that completes its predecessor, and waking another worker for
+  /// it would cost a futex wake and a thread competing with the host for a
+  /// core, for nothing. Whether it is the head is read only when a worker
+  /// is parked: the cores write the completion count on every command.
+  void notifyWork(Stream* stream, uint64_t sequence);
 
   /// Blocks the calling host thread until done() holds, running device
   /// work meanwhile. prefer is the stream the caller waits for (or null).
@@ -68,6 +70,10 @@ class Scheduler {
   /// Pops the completed head; wakes a worker if the next head has chunks
   /// for more than the worker that completed this one.
   void completeHead(Stream* stream, Command* command);
+  /// Whether an enqueue should wake a worker: none spinning, one parked,
+  /// and fewer threads active than cores.
+  bool workerToWake() const;
+  void wakeWorker();
   void wakeWorkerIfNeeded();
 
   const int cores_;

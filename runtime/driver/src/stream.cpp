@@ -72,8 +72,8 @@ Status enqueue(Stream* stream, std::unique_ptr<Command> cmd) {
   // command ring would: without a bound, a host that outruns the cores
   // (many launches behind one long kernel) holds every queued command's
   // arguments and module reference in host memory, without limit.
-  bool at_head = false;
-  for (CommandQueue::Push result; (result = stream->commands.push(cmd, &at_head)) !=
+  uint64_t sequence = 0;
+  for (CommandQueue::Push result; (result = stream->commands.push(cmd, &sequence)) !=
                                   CommandQueue::Push::kQueued;) {
     if (result == CommandQueue::Push::kClosed)
       return makeError(maiaErrorInvalidHandle, "stream ", static_cast<const void*>(stream),
@@ -83,7 +83,7 @@ Status enqueue(Stream* stream, std::unique_ptr<Command> cmd) {
     scheduler().waitUntil([&] { return stream->commands.completed() + depth > full_at; },
                           stream);
   }
-  scheduler().notifyWork(at_head);
+  scheduler().notifyWork(stream, sequence);
   if (config().launch_blocking) return synchronizeStream(stream);
   return {};
 }
