@@ -70,7 +70,7 @@ void CompiledKernel::launch(const std::array<int64_t, 3>& grid,
                             c10::DeviceIndex device) const {
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, device));
   MAIA_CHECK(maiaLaunchKernel(kernel_, grid.data(), args.data(), static_cast<int>(args.size()),
-                              driverStream(currentStream(device))));
+                              currentDriverStream(device)));
 }
 
 }  // namespace torch_maia

@@ -1,15 +1,22 @@
 #include "MaiaFunctions.h"
 
+#include <atomic>
+
 #include "MaiaCheck.h"
 
 namespace torch_maia {
 
 c10::DeviceIndex deviceCount() noexcept {
+  // Fixed once the driver initialized: every device index check reads it.
+  static std::atomic<int> known{0};
+  if (int count = known.load(std::memory_order_relaxed); count > 0)
+    return static_cast<c10::DeviceIndex>(count);
   int count = 0;
   if (maiaGetDeviceCount(&count) != maiaSuccess) {
     maiaGetLastError();
     return 0;
   }
+  known.store(count, std::memory_order_relaxed);
   return static_cast<c10::DeviceIndex>(count);
 }
 

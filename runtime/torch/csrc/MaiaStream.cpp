@@ -86,6 +86,21 @@ c10::Stream defaultStream(c10::DeviceIndex device) {
   return makeStream(resolveDevice(device), 0);
 }
 
+maiaStream_t currentDriverStream(c10::DeviceIndex device) {
+  TORCH_INTERNAL_ASSERT(device >= 0 && device < deviceCount(), "maia device index ",
+                        static_cast<int>(device), " is not a device's");
+  const c10::StreamId id = t_current_stream[device];
+  if (id != 0) return streamsOf(device).handles[id].load(std::memory_order_acquire);
+  // Default streams live as long as the driver: their handles are cached.
+  static const auto* defaults = [] {
+    auto* handles = new std::array<maiaStream_t, kMaxDevices>{};
+    for (c10::DeviceIndex d = 0; d < deviceCount(); ++d)
+      MAIA_CHECK(maiaStreamGetDefault(&(*handles)[d], d));
+    return handles;
+  }();
+  return (*defaults)[device];
+}
+
 c10::Stream currentStream(c10::DeviceIndex device) {
   device = resolveDevice(device);
   return makeStream(device, t_current_stream[device]);

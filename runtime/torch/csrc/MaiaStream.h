@@ -16,6 +16,11 @@ namespace torch_maia {
 /// The driver handle of a maia c10::Stream (validated).
 maiaStream_t driverStream(const c10::Stream& stream);
 
+/// The driver handle of this thread's current stream on device, which must
+/// be a valid index (a tensor's): what every launch names. Same as
+/// driverStream(currentStream(device)) without its checks and driver calls.
+maiaStream_t currentDriverStream(c10::DeviceIndex device);
+
 c10::Stream defaultStream(c10::DeviceIndex device = -1);
 /// This thread's current stream on device (default stream until set).
 c10::Stream currentStream(c10::DeviceIndex device = -1);

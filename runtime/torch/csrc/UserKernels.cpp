@@ -84,7 +84,7 @@ void UserModule::launch(const std::string& name, const std::vector<int64_t>& gri
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, index));
   MAIA_CHECK(maiaLaunchKernel(kernel, grid3, driver_args.data(),
                               static_cast<int>(driver_args.size()),
-                              driverStream(currentStream(index))));
+                              currentDriverStream(index)));
 }
 
 }  // namespace torch_maia

@@ -23,10 +23,6 @@ namespace {
 
 bool isMaia(const at::Tensor& t) { return t.device().is_privateuseone(); }
 
-maiaStream_t currentDriverStream(c10::DeviceIndex device) {
-  return driverStream(currentStream(device));
-}
-
 /// Whether src and dst can be copied byte for byte: same dtype, both dense
 /// and non-overlapping, with the same strides.
 bool isBytewiseCopy(const at::Tensor& src, const at::Tensor& dst) {

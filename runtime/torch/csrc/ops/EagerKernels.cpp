@@ -157,7 +157,7 @@ void launchOnDims(maiaKernel_t kernel, const at::TensorIteratorBase& iter,
   int64_t grid[3] = {elementwisePrograms(numel), 1, 1};
   c10::DeviceIndex device = iter.device(0).index();
   MAIA_CHECK(maiaLaunchKernel(kernel, grid, args.data(), static_cast<int>(args.size()),
-                              driverStream(currentStream(device))));
+                              currentDriverStream(device)));
 }
 
 }  // namespace
@@ -203,7 +203,7 @@ void launchNn(const char* name, c10::ScalarType dtype,
   maiaKernel_t kernel = nnKernel(name, dtype);
   int64_t grid[3] = {std::max<int64_t>(programs, 1), 1, 1};
   MAIA_CHECK(maiaLaunchKernel(kernel, grid, args.data(), static_cast<int>(args.size()),
-                              driverStream(currentStream(device.index()))));
+                              currentDriverStream(device.index())));
 }
 
 maiaKernelArg unshapedMemref(const at::Tensor& t, int rank) {
@@ -232,26 +232,20 @@ c10::MaybeOwned<at::Tensor> castTo(const at::Tensor& t, c10::ScalarType dtype) {
   return c10::MaybeOwned<at::Tensor>::owned(t.to(dtype));
 }
 
-maiaKernelArg memrefOf(const at::Tensor& t) {
-  TORCH_CHECK(t.dim() <= MAIA_MAX_RANK, "maia kernels take at most ", MAIA_MAX_RANK,
-              " dimensions, got ", t.dim());
-  maiaKernelArg memref = unshapedMemref(t, static_cast<int>(t.dim()));
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    memref.sizes[d] = t.size(d);
-    memref.strides[d] = t.stride(d);
-  }
-  return memref;
-}
+maiaKernelArg memrefOf(const at::Tensor& t) { return memrefOf(t, static_cast<int>(t.dim())); }
 
 maiaKernelArg memrefOf(const at::Tensor& t, int rank) {
-  TORCH_CHECK(t.dim() <= rank, "a ", t.dim(), "-D tensor cannot pad to rank ", rank);
-  maiaKernelArg memref = memrefOf(t);
-  const int pad = rank - static_cast<int>(t.dim());
-  for (int d = rank - 1; d >= 0; --d) {
-    memref.sizes[d] = d >= pad ? memref.sizes[d - pad] : 1;
-    memref.strides[d] = d >= pad ? memref.strides[d - pad] : 0;
+  const int64_t dim = t.dim();
+  TORCH_CHECK(dim <= rank && rank <= MAIA_MAX_RANK, "a ", dim, "-D tensor cannot be a rank-",
+              rank, " maia kernel argument (at most ", MAIA_MAX_RANK, " dimensions)");
+  maiaKernelArg memref = unshapedMemref(t, rank);
+  const int pad = rank - static_cast<int>(dim);
+  const int64_t* sizes = t.sizes().data();
+  const int64_t* strides = t.strides().data();
+  for (int d = 0; d < rank; ++d) {
+    memref.sizes[d] = d >= pad ? sizes[d - pad] : 1;
+    memref.strides[d] = d >= pad ? strides[d - pad] : 0;
   }
-  memref.rank = rank;
   return memref;
 }
 
@@ -299,7 +293,7 @@ void launchDense(maiaKernel_t kernel, c10::ArrayRef<const at::Tensor*> operands,
   int64_t grid[3] = {elementwisePrograms(numel), 1, 1};
   // The stream is named explicitly: no device guard needed to launch on it.
   MAIA_CHECK(maiaLaunchKernel(kernel, grid, args, count,
-                              driverStream(currentStream(operands[0]->device().index()))));
+                              currentDriverStream(operands[0]->device().index())));
 }
 
 void launchElementwise(maiaKernel_t kernel, const at::TensorIteratorBase& iter,

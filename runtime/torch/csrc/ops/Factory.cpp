@@ -72,7 +72,7 @@ void resizeStorageBytes(const c10::Storage& storage, size_t nbytes) {
   if (keep > 0) {
     // Stream-ordered like every other access: no synchronization needed.
     MAIA_CHECK(maiaMemcpyAsync(fresh.get(), storage.data(), keep, maiaMemcpyDeviceToDevice,
-                               driverStream(currentStream(storage.device().index()))));
+                               currentDriverStream(storage.device().index())));
   }
   storage.unsafeGetStorageImpl()->set_data_ptr_noswap(std::move(fresh));
   storage.unsafeGetStorageImpl()->set_nbytes(nbytes);

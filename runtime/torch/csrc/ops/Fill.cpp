@@ -23,7 +23,7 @@ at::Tensor& fill(at::Tensor& self, const at::Scalar& value) {
   c10::DeviceGuard guard(self.device());
   MAIA_CHECK(maiaMemsetPatternAsync(self.data_ptr(), element.const_data_ptr(),
                                     self.element_size(), static_cast<size_t>(self.numel()),
-                                    driverStream(currentStream(self.device().index()))));
+                                    currentDriverStream(self.device().index())));
   return self;
 }
 

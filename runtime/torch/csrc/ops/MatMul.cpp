@@ -195,7 +195,7 @@ void gemm(const Tensor& a, const Tensor& m, const Tensor& out, double alpha, dou
   int64_t grid[3];
   maia_gemm_grid(rows, cols, batch, deviceCores(), grid);
   MAIA_CHECK(maiaLaunchKernel(gemmKernel(out.scalar_type()), grid, args, 5,
-                              driverStream(currentStream(out.device().index()))));
+                              currentDriverStream(out.device().index())));
 }
 
 }  // namespace torch_maia::ops

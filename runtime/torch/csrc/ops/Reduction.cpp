@@ -142,7 +142,7 @@ void launch(const char* op, c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> 
   int64_t grid[3] = {programs, 1, 1};
   MAIA_CHECK(maiaLaunchKernel(reduceKernel(op, dtype), grid, args.data(),
                               static_cast<int>(args.size()),
-                              driverStream(currentStream(ref.device().index()))));
+                              currentDriverStream(ref.device().index())));
 }
 
 /// out (if defined) receives result: resized, and cast if its dtype differs.
