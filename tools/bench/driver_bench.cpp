@@ -147,7 +147,9 @@ void benchLaunch(maiaKernel_t empty, int launches) {
 /// Host time per launch of a small eager-like kernel (three 256-element
 /// memrefs and a scalar, one program) while the cores run the ones before
 /// it: what an eager op pays, with the host and the cores sharing the
-/// stream's state (absent from the gated enqueue figure above).
+/// stream's state (absent from the gated enqueue figure above). Target: at
+/// most half of a small eager op on the CPU (1.4-1.5 us here), the rest
+/// being PyTorch's own dispatch.
 void benchLaunchStream(maiaKernel_t triad, int launches) {
   constexpr int64_t kElements = 256;
   void *a = nullptr, *b = nullptr, *c = nullptr;
@@ -161,7 +163,7 @@ void benchLaunchStream(maiaKernel_t triad, int launches) {
       check(maiaLaunchKernel(triad, grid, args, 4, nullptr), "maiaLaunchKernel");
     check(maiaStreamSynchronize(nullptr), "maiaStreamSynchronize");
   });
-  reportAbsolute("launch, running stream (3 memrefs)", best / kRound * 1e6, "us", 0.5);
+  reportAbsolute("launch, running stream (3 memrefs)", best / kRound * 1e6, "us", 0.75);
   for (void* p : {a, b, c}) check(maiaFree(p), "maiaFree");
 }
 
