@@ -9,7 +9,9 @@ best round; per-op time = a round of N calls plus a final synchronize, / N):
   rounds (measured: relu 2.2x vs 1.4x, copy 2.5x vs 1.4x on 2 vCPUs);
 - large elementwise: fp32 add of 16M elements vs a STREAM triad
   (a = b + s * c, PyTorch CPU with the same thread count as maia has cores);
-  target: at least 85% of the triad's bandwidth.
+  target: at least 85% of the triad's bandwidth;
+- large reductions: fp32 sums of 16M elements (all to one value, and rows)
+  in GB/s of input read, vs the same triad; same target.
 
 Usage: python tools/bench/eager_bench.py [--json FILE]
 """
@@ -77,6 +79,24 @@ def large_add(cores):
     return gb / cpu_s, gb / maia_s
 
 
+def large_reductions(cores):
+    """fp32 sums over 16M elements, in GB/s of input read, each against a
+    STREAM triad measured interleaved with it: the whole tensor to one
+    value, and 4096 rows of 4096 to one value each."""
+    n = 16 << 20
+    a, b, c = (torch.randn(n) for _ in range(3))
+    x = torch.randn(n).to("maia")
+    torch.set_num_threads(cores)
+    triad = lambda: torch.add(b, c, alpha=3.0, out=a)
+    triad_gb, read_gb = 3 * n * 4 / 1e9, n * 4 / 1e9
+    results = {}
+    for name, fn in [("fp32 sum, 16M elements", lambda: x.sum()),
+                     ("fp32 sum(dim=1), 4096 x 4096", lambda: x.view(4096, 4096).sum(dim=1))]:
+        cpu_s, maia_s = interleaved(triad, fn, calls=5)
+        results[name] = (triad_gb / cpu_s, read_gb / maia_s)
+    return results
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--json")
@@ -93,6 +113,11 @@ def main():
           f"{triad_gbs:.1f} GB/s: ratio {add_gbs / triad_gbs:.2f} (target >= 0.85)")
     results.append(dict(name="fp32 add 16M", gbs=add_gbs, baseline_gbs=triad_gbs,
                         ratio=add_gbs / triad_gbs))
+    for name, (triad_gbs, sum_gbs) in large_reductions(cores).items():
+        print(f"{name}: {sum_gbs:.1f} GB/s read vs STREAM triad ({cores} threads) "
+              f"{triad_gbs:.1f} GB/s: ratio {sum_gbs / triad_gbs:.2f} (target >= 0.85)")
+        results.append(dict(name=name, gbs=sum_gbs, baseline_gbs=triad_gbs,
+                            ratio=sum_gbs / triad_gbs))
     fallbacks = torch.maia.fallback_counts()
     if fallbacks:
         print("ops that ran on the host fallback:", ", ".join(sorted(fallbacks)))
