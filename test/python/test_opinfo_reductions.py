@@ -152,6 +152,37 @@ def test_large_multi_program(dtype):
         check(lambda t: torch.linalg.vector_norm(t.float(), 2, 0), x, atol=1e-3, rtol=1e-5)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int32, torch.int64])
+def test_one_value_from_a_long_line(dtype):
+    # A long line reduced to one value is split over the cores, then the partial
+    # results are reduced: odd lengths (a remainder part), strided, 2-D and
+    # transposed inputs, NaN propagation through the partials.
+    torch.manual_seed(0)
+    n = 3 * (1 << 17) + 5
+    base = torch.randn(2 * n) * 4
+    if not dtype.is_floating_point:
+        base = base.round()
+    x = base.to(dtype)
+    tol = dict(atol=1e-2, rtol=1e-5) if dtype == torch.float32 else {}
+    for view in (lambda t: t[:n], lambda t: t[::2], lambda t: t[: 1024 * 384].view(1024, 384),
+                 lambda t: t[: 1024 * 384].view(384, 1024).t()):
+        check(lambda t: view(t).sum(), x, **tol)
+        check(lambda t: view(t).amax(), x)
+        check(lambda t: view(t).amin(), x)
+        check(lambda t: view(t).sum(dim=tuple(range(view(t).dim())), keepdim=True), x, **tol)
+    # prod over values whose product stays finite and exact in the dtype
+    ones = torch.ones(n, dtype=dtype)
+    ones[::40000] = 2
+    ones[17::50000] = -1
+    check(lambda t: t.prod(), ones)
+    if dtype.is_floating_point:
+        with_nan = x.clone()
+        with_nan[n - 1] = float("nan")  # the remainder part (n is odd)
+        check(lambda t: t[:n].amax(), with_nan)
+        with_nan[5] = float("nan")  # in the first part
+        check(lambda t: t[:n].amin(), with_nan)
+
+
 def test_empty():
     e = torch.empty(0, 3)
     check(lambda t: t.sum(), e)

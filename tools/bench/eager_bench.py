@@ -31,11 +31,18 @@ def per_call(fn, calls, sync):
     return (time.perf_counter() - start) / calls
 
 
-def interleaved(cpu_fn, maia_fn, calls, rounds=21):
+def interleaved(cpu_fn, maia_fn, calls, rounds=21, settle_s=0.0):
+    """settle_s: a pause after each round, so that each starts on a quiet
+    machine. After a parallel region libgomp's idle threads spin for
+    milliseconds (and maia's idle cores for MAIA_SPIN_US): a maia round
+    started at once shared the 2 vCPUs with them (a 16M-element sum read at
+    21-24 GB/s in the bench, 50 GB/s alone)."""
     cpu_best = maia_best = float("inf")
     for _ in range(rounds):
         cpu_best = min(cpu_best, per_call(cpu_fn, calls, lambda: None))
+        time.sleep(settle_s)
         maia_best = min(maia_best, per_call(maia_fn, calls, torch.maia.synchronize))
+        time.sleep(settle_s)
     return cpu_best, maia_best
 
 
@@ -74,7 +81,7 @@ def large_add(cores):
     torch.set_num_threads(cores)
     triad = lambda: torch.add(b, c, alpha=3.0, out=a)  # a = b + 3 c: the STREAM triad
     add = lambda: torch.add(bd, cd, out=ad)
-    cpu_s, maia_s = interleaved(triad, add, calls=5)
+    cpu_s, maia_s = interleaved(triad, add, calls=5, settle_s=0.05)
     gb = 3 * n * 4 / 1e9
     return gb / cpu_s, gb / maia_s
 
@@ -92,7 +99,7 @@ def large_reductions(cores):
     results = {}
     for name, fn in [("fp32 sum, 16M elements", lambda: x.sum()),
                      ("fp32 sum(dim=1), 4096 x 4096", lambda: x.view(4096, 4096).sum(dim=1))]:
-        cpu_s, maia_s = interleaved(triad, fn, calls=5)
+        cpu_s, maia_s = interleaved(triad, fn, calls=5, settle_s=0.05)
         results[name] = (triad_gb / cpu_s, read_gb / maia_s)
     return results
 

@@ -17,6 +17,7 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -129,20 +130,64 @@ void checkNonEmpty(const char* op, const Tensor& self, const Plan& p, bool dim_g
 
 maiaKernelArg f64Arg(double v) { return maiaKernelArgFloat(maiaDtypeF64, v); }
 
-/// Launches kernel "<op>_<dtype>" of the reduction library.
-void launch(const char* op, c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> args,
-            const Plan& p, const Tensor& ref) {
-  const int64_t outputs = p.outer * p.inner;
-  if (outputs == 0) return;
+/// Launches kernel "<op>_<dtype>" of the reduction library on programs
+/// programs.
+void launchOn(const char* op, c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> args,
+              int64_t programs, const Tensor& ref) {
   c10::DeviceGuard guard(ref.device());
-  const int64_t work = outputs * std::max<int64_t>(p.n, 1);
-  int64_t programs = work < 2 * kElementsPerProgram
-                         ? 1
-                         : std::min<int64_t>(deviceCores(), outputs);
   int64_t grid[3] = {programs, 1, 1};
   MAIA_CHECK(maiaLaunchKernel(reduceKernel(op, dtype), grid, args.data(),
                               static_cast<int>(args.size()),
                               currentDriverStream(ref.device().index())));
+}
+
+/// Launches kernel "<op>_<dtype>" of the reduction library over p's outputs.
+void launch(const char* op, c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> args,
+            const Plan& p, const Tensor& ref) {
+  const int64_t outputs = p.outer * p.inner;
+  if (outputs == 0) return;
+  const int64_t work = outputs * std::max<int64_t>(p.n, 1);
+  launchOn(op, dtype, args,
+           work < 2 * kElementsPerProgram ? 1 : std::min<int64_t>(deviceCores(), outputs), ref);
+}
+
+/// Whether a reduction of p to one value splits its line over the cores:
+/// a kernel gives each program whole outputs, so one output would run on
+/// one core (a 16M-element sum read at 0.57 of a STREAM triad). Only ops
+/// whose partial results combine with the op itself qualify, and dtypes
+/// whose partials are stored exactly (accumulator = storage type).
+bool splitsLine(const char* op, c10::ScalarType dtype, const Plan& p) {
+  const std::string_view name(op);
+  const bool associative = name == "sum" || name == "prod" || name == "amax" || name == "amin";
+  const bool exact = dtype == c10::ScalarType::Float || dtype == c10::ScalarType::Double ||
+                     dtype == c10::ScalarType::Long;
+  return associative && exact && deviceCores() > 1 && p.outer * p.inner == 1 &&
+         p.n >= 4 * kElementsPerProgram;
+}
+
+/// The reduction of p's single line into result in two passes: one program
+/// per core reduces a contiguous part of the line (the remainder is one more
+/// part), then one program reduces those partial results.
+void launchSplitLine(const char* op, c10::ScalarType dtype, const Plan& p, const Tensor& result,
+                     const Tensor& ref) {
+  const int64_t parts = deviceCores(), part = p.n / parts, rest = p.n - parts * part;
+  const int64_t stride = p.input.strides[1];
+  Tensor partials = newEmpty({parts + (rest > 0 ? 1 : 0)}, ref.options());
+  maiaKernelArg lines = p.input;  // [parts, part, 1]
+  lines.sizes[0] = parts;
+  lines.sizes[1] = part;
+  lines.strides[0] = part * stride;
+  launchOn(op, dtype, {rowMajorMemref(partials, {parts, 1}), lines}, parts, ref);
+  if (rest > 0) {
+    maiaKernelArg tail = p.input;  // [1, rest, 1] after the parts
+    tail.offset += parts * part * stride;
+    tail.sizes[1] = rest;
+    maiaKernelArg slot = rowMajorMemref(partials, {1, 1});
+    slot.offset += parts;
+    launchOn(op, dtype, {slot, tail}, 1, ref);
+  }
+  launchOn(op, dtype, {p.rows(result), rowMajorMemref(partials, {1, partials.numel(), 1})}, 1,
+           ref);
 }
 
 /// out (if defined) receives result: resized, and cast if its dtype differs.
@@ -158,6 +203,10 @@ Tensor reduceAs(const char* op, const Tensor& self, DimList dims, bool keepdim,
   c10::MaybeOwned<Tensor> x = castTo(self, dtype);
   Plan p = makePlan(*x, dims, keepdim);
   Tensor result = newEmpty(p.shape, x->options());
+  if (scalars.empty() && splitsLine(op, dtype, p)) {
+    launchSplitLine(op, dtype, p, result, *x);
+    return result;
+  }
   c10::SmallVector<maiaKernelArg, 4> args = {p.rows(result), p.input};
   args.append(scalars.begin(), scalars.end());
   launch(op, dtype, args, p, *x);
