@@ -46,6 +46,8 @@ at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype_opt
 }
 
 at::Tensor newEmpty(c10::IntArrayRef size, const c10::TensorOptions& options) {
+  TORCH_INTERNAL_ASSERT(options.device().is_privateuseone() && options.device().has_index(),
+                        "newEmpty: expected a maia device with an index, got ", options.device());
   const c10::DeviceIndex device = options.device().index();
   std::optional<c10::DeviceGuard> guard;
   if (device != currentDevice()) guard.emplace(options.device());
