@@ -24,16 +24,13 @@ CommandQueue::Push CommandQueue::push(std::unique_ptr<Command>& command, uint64_
   std::lock_guard<SpinLock> lock(producer_mutex_);
   if (closed_) return Push::kClosed;
   const uint64_t n = enqueued_.load(std::memory_order_relaxed);  // written under this lock only
-  if (n - completed_seen_ >= max_pending_) {
+  // Slots [completed, n) may still be read by cores: slot n must not be one
+  // of them, and at most max_pending may be pending. The cores' count is
+  // read again only when the recent one says either limit is reached.
+  if (n - completed_seen_ >= std::min(mask_ + 1, max_pending_))
     completed_seen_ = completed_.load(std::memory_order_acquire);
-    if (n - completed_seen_ >= max_pending_) return Push::kFull;
-  }
-  // Slots [completed, n) may still be read by cores; slot n must not be one
-  // of them.
-  if (n - completed_seen_ > mask_) {
-    completed_seen_ = completed_.load(std::memory_order_acquire);
-    if (n - completed_seen_ > mask_) grow(n);
-  }
+  if (n - completed_seen_ >= max_pending_) return Push::kFull;
+  if (n - completed_seen_ > mask_) grow(n);
   ring_[n & mask_] = command.release();
   // A release store, not a fence: the scheduler's notification that
   // follows is the fence the wake-up protocol needs (a second one cost a

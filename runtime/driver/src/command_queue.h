@@ -55,6 +55,8 @@ class CommandQueue {
   uint64_t enqueued() const { return enqueued_.load(std::memory_order_acquire); }
   uint64_t completed() const { return completed_.load(std::memory_order_acquire); }
   bool idle() const { return completed() == enqueued(); }
+  /// Whether push() would accept a command now (kFull otherwise).
+  bool hasRoom() const { return enqueued() - completed() < max_pending_; }
 
  private:
   /// Doubles the ring (both locks held): it starts small and grows to what

@@ -78,10 +78,7 @@ Status enqueue(Stream* stream, std::unique_ptr<Command> cmd) {
     if (result == CommandQueue::Push::kClosed)
       return makeError(maiaErrorInvalidHandle, "stream ", static_cast<const void*>(stream),
                        " was destroyed");
-    const auto depth = static_cast<uint64_t>(config().queue_depth);
-    const uint64_t full_at = stream->commands.enqueued();
-    scheduler().waitUntil([&] { return stream->commands.completed() + depth > full_at; },
-                          stream);
+    scheduler().waitUntil([&] { return stream->commands.hasRoom(); }, stream);
   }
   scheduler().notifyWork(stream, sequence);
   if (config().launch_blocking) return synchronizeStream(stream);
