@@ -27,6 +27,18 @@ struct DeviceStreams {
   std::atomic<uint32_t> next_low{0}, next_high{0};
 };
 
+/// The driver handle of device's default stream (a valid index). Default
+/// streams live as long as the driver: their handles are cached at first use.
+maiaStream_t defaultDriverStream(c10::DeviceIndex device) {
+  static const auto* defaults = [] {
+    auto* handles = new std::array<maiaStream_t, kMaxDevices>{};
+    for (c10::DeviceIndex d = 0; d < deviceCount(); ++d)
+      MAIA_CHECK(maiaStreamGetDefault(&(*handles)[d], d));
+    return handles;
+  }();
+  return (*defaults)[device];
+}
+
 DeviceStreams& streamsOf(c10::DeviceIndex device) {
   static auto* all = new std::array<DeviceStreams, kMaxDevices>();  // outlives exit
   return (*all)[device];
@@ -71,11 +83,7 @@ maiaStream_t driverStream(const c10::Stream& stream) {
   c10::DeviceIndex device = stream.device_index();
   checkDeviceIndex(device);
   c10::StreamId id = stream.id();
-  if (id == 0) {
-    maiaStream_t handle = nullptr;
-    MAIA_CHECK(maiaStreamGetDefault(&handle, device));
-    return handle;
-  }
+  if (id == 0) return defaultDriverStream(device);
   DeviceStreams& streams = streamsOf(device);
   TORCH_CHECK(id > 0 && id < streams.count.load(std::memory_order_acquire),
               "maia stream id ", id, " does not name a stream of maia:", static_cast<int>(device));
@@ -91,14 +99,7 @@ maiaStream_t currentDriverStream(c10::DeviceIndex device) {
                         static_cast<int>(device), " is not a device's");
   const c10::StreamId id = t_current_stream[device];
   if (id != 0) return streamsOf(device).handles[id].load(std::memory_order_acquire);
-  // Default streams live as long as the driver: their handles are cached.
-  static const auto* defaults = [] {
-    auto* handles = new std::array<maiaStream_t, kMaxDevices>{};
-    for (c10::DeviceIndex d = 0; d < deviceCount(); ++d)
-      MAIA_CHECK(maiaStreamGetDefault(&(*handles)[d], d));
-    return handles;
-  }();
-  return (*defaults)[device];
+  return defaultDriverStream(device);
 }
 
 c10::Stream currentStream(c10::DeviceIndex device) {

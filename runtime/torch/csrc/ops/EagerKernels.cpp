@@ -154,10 +154,7 @@ void launchOnDims(maiaKernel_t kernel, const at::TensorIteratorBase& iter,
   args.insert(args.end(), scalars.begin(), scalars.end());
   int64_t numel = 1;
   for (int d : dims) numel *= iter.shape()[d];
-  int64_t grid[3] = {elementwisePrograms(numel), 1, 1};
-  c10::DeviceIndex device = iter.device(0).index();
-  MAIA_CHECK(maiaLaunchKernel(kernel, grid, args.data(), static_cast<int>(args.size()),
-                              currentDriverStream(device)));
+  launchPrograms(kernel, args, elementwisePrograms(numel), iter.device(0).index());
 }
 
 }  // namespace
@@ -197,13 +194,17 @@ int64_t programsFor(int64_t units, int64_t work) {
   return std::min<int64_t>(units, deviceCores());
 }
 
-void launchNn(const char* name, c10::ScalarType dtype,
-              c10::ArrayRef<maiaKernelArg> args, int64_t programs, const c10::Device& device) {
+void launchPrograms(maiaKernel_t kernel, c10::ArrayRef<maiaKernelArg> args, int64_t programs,
+                    c10::DeviceIndex device) {
   // The stream is named explicitly: no device guard needed to launch on it.
-  maiaKernel_t kernel = nnKernel(name, dtype);
   int64_t grid[3] = {std::max<int64_t>(programs, 1), 1, 1};
   MAIA_CHECK(maiaLaunchKernel(kernel, grid, args.data(), static_cast<int>(args.size()),
-                              currentDriverStream(device.index())));
+                              currentDriverStream(device)));
+}
+
+void launchNn(const char* name, c10::ScalarType dtype,
+              c10::ArrayRef<maiaKernelArg> args, int64_t programs, const c10::Device& device) {
+  launchPrograms(nnKernel(name, dtype), args, programs, device.index());
 }
 
 maiaKernelArg unshapedMemref(const at::Tensor& t, int rank) {
@@ -290,10 +291,8 @@ void launchDense(maiaKernel_t kernel, c10::ArrayRef<const at::Tensor*> operands,
   int count = 0;
   for (const at::Tensor* t : operands) args[count++] = denseMemref(*t, numel);
   for (const maiaKernelArg& scalar : scalars) args[count++] = scalar;
-  int64_t grid[3] = {elementwisePrograms(numel), 1, 1};
-  // The stream is named explicitly: no device guard needed to launch on it.
-  MAIA_CHECK(maiaLaunchKernel(kernel, grid, args, count,
-                              currentDriverStream(operands[0]->device().index())));
+  launchPrograms(kernel, c10::ArrayRef<maiaKernelArg>(args, count), elementwisePrograms(numel),
+                 operands[0]->device().index());
 }
 
 void launchElementwise(maiaKernel_t kernel, const at::TensorIteratorBase& iter,

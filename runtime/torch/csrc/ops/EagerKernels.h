@@ -44,6 +44,11 @@ int deviceCores();
 /// than a split, else up to the device's cores.
 int64_t programsFor(int64_t units, int64_t work);
 
+/// Launches kernel with args on the current stream of device, over a
+/// one-dimensional grid of programs (at least one).
+void launchPrograms(maiaKernel_t kernel, c10::ArrayRef<maiaKernelArg> args, int64_t programs,
+                    c10::DeviceIndex device);
+
 /// Launches kernel "<name>_<dtype suffix>" of the NN binary with args on the
 /// current stream of device, over a one-dimensional grid of programs.
 void launchNn(const char* name, c10::ScalarType dtype,

@@ -12,7 +12,6 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
-#include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -134,11 +133,7 @@ maiaKernelArg f64Arg(double v) { return maiaKernelArgFloat(maiaDtypeF64, v); }
 /// programs.
 void launchOn(const char* op, c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> args,
               int64_t programs, const Tensor& ref) {
-  c10::DeviceGuard guard(ref.device());
-  int64_t grid[3] = {programs, 1, 1};
-  MAIA_CHECK(maiaLaunchKernel(reduceKernel(op, dtype), grid, args.data(),
-                              static_cast<int>(args.size()),
-                              currentDriverStream(ref.device().index())));
+  launchPrograms(reduceKernel(op, dtype), args, programs, ref.device().index());
 }
 
 /// Launches kernel "<op>_<dtype>" of the reduction library over p's outputs.
