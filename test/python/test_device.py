@@ -90,6 +90,14 @@ class TestBadInput:
             torch.add(a, b)
         with pytest.raises(RuntimeError, match="same device"):
             torch.add(a, torch.ones(3))
+        host, on_maia = torch.ones(3, 3), torch.ones(3, 3, device="maia")
+        for operands in [(host, on_maia), (on_maia, host)]:
+            with pytest.raises(RuntimeError, match="mm: expected all tensors to be on the same"):
+                torch.mm(*operands)
+        with pytest.raises(RuntimeError, match="same maia device.*cpu, cpu \\(operands\\)"):
+            torch.addmm(on_maia, host, host)
+        with pytest.raises(RuntimeError, match="same maia device.*cpu \\(result\\)"):
+            torch.mm(on_maia, on_maia, out=torch.empty(3, 3))
 
     def test_results_are_allocated_on_the_operands_device(self):
         # Results are allocated without a dispatch: on the operands' device,

@@ -104,7 +104,7 @@ Tensor& launchInto(Tensor& out, c10::ScalarType result_dtype, maiaKernel_t kerne
                 scalars);
     return out;
   }
-  if (!out.defined()) out = at::empty({0}, inputs.begin()->get().options().dtype(result_dtype));
+  if (!out.defined()) out = newEmpty({0}, inputs.begin()->get().options().dtype(result_dtype));
   at::TensorIteratorConfig config;
   config.set_check_mem_overlap(true).check_all_same_dtype(false).add_output(out);
   for (const Tensor& input : inputs) config.add_const_input(input);

@@ -1,6 +1,7 @@
 // Tensor creation and storage resizing on maia.
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
 #include "MaiaCachingAllocator.h"
@@ -46,8 +47,10 @@ at::Tensor empty(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype_opt
 }
 
 at::Tensor newEmpty(c10::IntArrayRef size, const c10::TensorOptions& options) {
-  TORCH_INTERNAL_ASSERT(options.device().is_privateuseone() && options.device().has_index(),
-                        "newEmpty: expected a maia device with an index, got ", options.device());
+  // Options of another device (an operand on the host, which the operator
+  // then refuses naming both devices) allocate as at::empty does.
+  if (!options.device().is_privateuseone() || !options.device().has_index())
+    return at::empty(size, options);
   const c10::DeviceIndex device = options.device().index();
   std::optional<c10::DeviceGuard> guard;
   if (device != currentDevice()) guard.emplace(options.device());

@@ -116,7 +116,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return mmOut(a, b, out);
   });
   m.impl("dot", [](const Tensor& a, const Tensor& b) {
-    Tensor out = at::empty({}, a.options());
+    Tensor out = newEmpty({}, a.options());
     return dotOut(a, b, out);
   });
   m.impl("dot.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
@@ -124,7 +124,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("addmv", [](const Tensor& bias, const Tensor& mat, const Tensor& vec,
                      const at::Scalar& beta, const at::Scalar& alpha) {
-    Tensor out = at::empty({0}, mat.options());
+    Tensor out = newEmpty({0}, mat.options());
     return addmvOut(bias, mat, vec, beta, alpha, out);
   });
   m.impl("addmv.out", [](const Tensor& bias, const Tensor& mat, const Tensor& vec,
@@ -136,7 +136,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
     return addmvOut(self, mat, vec, beta, alpha, self);
   });
   m.impl("bmm", [](const Tensor& a, const Tensor& b) {
-    Tensor out = at::empty({0}, a.options());
+    Tensor out = newEmpty({0}, a.options());
     return bmmOut(a, b, out);
   });
   m.impl("bmm.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
@@ -144,7 +144,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("addmm", [](const Tensor& bias, const Tensor& a, const Tensor& b,
                      const at::Scalar& beta, const at::Scalar& alpha) {
-    Tensor out = at::empty({0}, a.options());
+    Tensor out = newEmpty({0}, a.options());
     return addmmOut(bias, a, b, beta, alpha, out);
   });
   m.impl("addmm.out", [](const Tensor& bias, const Tensor& a, const Tensor& b,
@@ -157,7 +157,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   });
   m.impl("baddbmm", [](const Tensor& bias, const Tensor& a, const Tensor& b,
                        const at::Scalar& beta, const at::Scalar& alpha) {
-    Tensor out = at::empty({0}, a.options());
+    Tensor out = newEmpty({0}, a.options());
     return baddbmmOut(bias, a, b, beta, alpha, out);
   });
   m.impl("baddbmm.out", [](const Tensor& bias, const Tensor& a, const Tensor& b,
@@ -189,6 +189,11 @@ void gemm(const Tensor& a, const Tensor& m, const Tensor& out, double alpha, dou
     out.copy_(host.view(out.sizes()));
     return;
   }
+  // A bias (or out=) on maia decides the dispatch; the operands must be there too.
+  TORCH_CHECK(out.device().is_privateuseone() && a.device() == out.device() &&
+                  m.device() == out.device(),
+              "expected all tensors to be on the same maia device, but found ", a.device(), ", ",
+              m.device(), " (operands) and ", out.device(), " (result)");
   // The stream is named explicitly: no device guard needed to launch on it.
   maiaKernelArg args[5] = {memrefOf(a, 3), memrefOf(m, 3), memrefOf(out, 3), floatScalar(alpha),
                            floatScalar(beta)};
