@@ -74,34 +74,25 @@ def small_ops():
         torch.set_num_threads(threads)
 
 
-def large_add(cores):
+def large_ops(cores):
+    """fp32 ops over 16M elements, in GB/s, each against a STREAM triad
+    (a = b + 3 c, STREAM's 3 arrays of traffic) measured interleaved with
+    it: an add (3 arrays of traffic) and sums (1 array read) of the whole
+    tensor and of 4096 rows of 4096. Yields (name, traffic word, triad GB/s,
+    maia GB/s)."""
     n = 16 << 20
     a, b, c = (torch.randn(n) for _ in range(3))
     ad, bd, cd = (t.to("maia") for t in (a, b, c))
     torch.set_num_threads(cores)
-    triad = lambda: torch.add(b, c, alpha=3.0, out=a)  # a = b + 3 c: the STREAM triad
-    add = lambda: torch.add(bd, cd, out=ad)
-    cpu_s, maia_s = interleaved(triad, add, calls=5, settle_s=0.05)
-    gb = 3 * n * 4 / 1e9
-    return gb / cpu_s, gb / maia_s
-
-
-def large_reductions(cores):
-    """fp32 sums over 16M elements, in GB/s of input read, each against a
-    STREAM triad measured interleaved with it: the whole tensor to one
-    value, and 4096 rows of 4096 to one value each."""
-    n = 16 << 20
-    a, b, c = (torch.randn(n) for _ in range(3))
-    x = torch.randn(n).to("maia")
-    torch.set_num_threads(cores)
     triad = lambda: torch.add(b, c, alpha=3.0, out=a)
-    triad_gb, read_gb = 3 * n * 4 / 1e9, n * 4 / 1e9
-    results = {}
-    for name, fn in [("fp32 sum, 16M elements", lambda: x.sum()),
-                     ("fp32 sum(dim=1), 4096 x 4096", lambda: x.view(4096, 4096).sum(dim=1))]:
+    array_gb = n * 4 / 1e9
+    for name, arrays, traffic, fn in [
+            ("fp32 add, 16M elements", 3, "", lambda: torch.add(bd, cd, out=ad)),
+            ("fp32 sum, 16M elements", 1, "read ", lambda: bd.sum()),
+            ("fp32 sum(dim=1), 4096 x 4096", 1, "read ",
+             lambda: bd.view(4096, 4096).sum(dim=1))]:
         cpu_s, maia_s = interleaved(triad, fn, calls=5, settle_s=0.05)
-        results[name] = (triad_gb / cpu_s, read_gb / maia_s)
-    return results
+        yield name, traffic, 3 * array_gb / cpu_s, arrays * array_gb / maia_s
 
 
 def main():
@@ -115,16 +106,10 @@ def main():
     for name, (cpu, maia) in small_ops().items():
         results.append(dict(name=name, cpu_us=cpu * 1e6, maia_us=maia * 1e6, ratio=maia / cpu))
         print(f"{name:24s} {cpu * 1e6:9.2f} {maia * 1e6:9.2f} {maia / cpu:7.2f}")
-    triad_gbs, add_gbs = large_add(cores)
-    print(f"fp32 add, 16M elements: {add_gbs:.1f} GB/s vs STREAM triad ({cores} threads) "
-          f"{triad_gbs:.1f} GB/s: ratio {add_gbs / triad_gbs:.2f} (target >= 0.85)")
-    results.append(dict(name="fp32 add 16M", gbs=add_gbs, baseline_gbs=triad_gbs,
-                        ratio=add_gbs / triad_gbs))
-    for name, (triad_gbs, sum_gbs) in large_reductions(cores).items():
-        print(f"{name}: {sum_gbs:.1f} GB/s read vs STREAM triad ({cores} threads) "
-              f"{triad_gbs:.1f} GB/s: ratio {sum_gbs / triad_gbs:.2f} (target >= 0.85)")
-        results.append(dict(name=name, gbs=sum_gbs, baseline_gbs=triad_gbs,
-                            ratio=sum_gbs / triad_gbs))
+    for name, traffic, triad_gbs, gbs in large_ops(cores):
+        print(f"{name}: {gbs:.1f} GB/s {traffic}vs STREAM triad ({cores} threads) "
+              f"{triad_gbs:.1f} GB/s: ratio {gbs / triad_gbs:.2f} (target >= 0.85)")
+        results.append(dict(name=name, gbs=gbs, baseline_gbs=triad_gbs, ratio=gbs / triad_gbs))
     fallbacks = torch.maia.fallback_counts()
     if fallbacks:
         print("ops that ran on the host fallback:", ", ".join(sorted(fallbacks)))
