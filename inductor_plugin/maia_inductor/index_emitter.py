@@ -6,6 +6,13 @@ becomes one SSA value of type `index` (uniform across the vector lanes) or
 subexpressions. Integer-valued functions follow Inductor's definitions:
 FloorDiv rounds toward negative infinity, ModularIndexing(x, d, m) is
 (x // d) % m, PythonMod takes the sign of the divisor.
+
+Float-valued expressions reach the printer through `ops.index_expr` when a
+graph uses Python arithmetic on dynamic sizes (`1.0 / x.shape[1]` is
+FloatTrueDiv(1.0, ToFloat(ks0)), `x.shape[1] * 0.5` has a Float factor).
+They are f64 scalars, like the `double` of Inductor's C++ printer; the
+caller converts them to the requested dtype. An operation with one float
+operand is a float operation on all of them.
 """
 
 from __future__ import annotations
@@ -14,17 +21,21 @@ from typing import TYPE_CHECKING, Callable
 
 import sympy
 
+import torch
 from torch.utils._sympy.functions import (
     CleanDiv,
+    FloatTrueDiv,
     FloorDiv,
     Identity,
+    IntTrueDiv,
     Max,
     Min,
     ModularIndexing,
     PythonMod,
+    ToFloat,
 )
 
-from .mlir_types import index_type
+FLOAT = torch.float64  # the type of float-valued index expressions
 
 if TYPE_CHECKING:
     from .kernel import MaiaKernel
@@ -41,14 +52,20 @@ class IndexEmitter:
         expr = sympy.sympify(expr)
         if isinstance(expr, sympy.Integer):
             return self.kernel.index_constant(int(expr))
+        if isinstance(expr, (sympy.Float, sympy.Rational)):  # Rational: not an Integer
+            return self.kernel.constant(float(expr), FLOAT)
         if isinstance(expr, sympy.Symbol):
             return self.lookup(expr)
         if isinstance(expr, sympy.Add):
-            return self._fold(expr.args, "arith.addi")
+            return self._fold(expr.args, "arith.addi", "arith.addf")
         if isinstance(expr, sympy.Mul):
-            return self._fold(expr.args, "arith.muli")
-        if isinstance(expr, sympy.Pow) and isinstance(expr.exp, sympy.Integer) and expr.exp > 0:
-            return self._fold([expr.base] * int(expr.exp), "arith.muli")
+            return self._fold(expr.args, "arith.muli", "arith.mulf")
+        if isinstance(expr, sympy.Pow) and isinstance(expr.exp, sympy.Integer) and expr.exp != 0:
+            power = self._fold([expr.base] * abs(int(expr.exp)), "arith.muli", "arith.mulf")
+            if expr.exp > 0:
+                return power
+            return self._apply("arith.divf", self.kernel.constant(1.0, FLOAT),
+                               self._float(power))  # x**-n only arises on floats
         if isinstance(expr, FloorDiv):
             return self._binary("arith.floordivsi", *expr.args)
         if isinstance(expr, CleanDiv):
@@ -64,16 +81,30 @@ class IndexEmitter:
             return self._python_mod(self.emit(lhs), self.emit(rhs),
                                     nonnegative=bool(lhs.is_nonnegative and rhs.is_positive))
         if isinstance(expr, Min):
-            return self._fold(expr.args, "arith.minsi")
+            return self._fold(expr.args, "arith.minsi", "arith.minimumf")
         if isinstance(expr, Max):
-            return self._fold(expr.args, "arith.maxsi")
+            return self._fold(expr.args, "arith.maxsi", "arith.maximumf")
         if isinstance(expr, Identity):
             return self.emit(expr.args[0])
+        if isinstance(expr, ToFloat):
+            return self._float(self.emit(expr.args[0]))
+        if isinstance(expr, (FloatTrueDiv, IntTrueDiv)):  # Python's / on floats or ints
+            lhs, rhs = (self._float(self.emit(arg)) for arg in expr.args)
+            return self._apply("arith.divf", lhs, rhs)
         raise NotImplementedError(
             f"maia: cannot print the index expression {expr} ({type(expr).__name__})")
 
-    def _fold(self, args, op):
+    def _float(self, value):
+        """value as an f64 scalar (or vector): index -> i64 -> f64."""
+        if value.mdtype == FLOAT:
+            return value
+        return self.kernel.convert(value, FLOAT, self.buffer)
+
+    def _fold(self, args, int_op, float_op=None):
         values = [self.emit(arg) for arg in args]
+        op = int_op
+        if float_op is not None and any(v.mdtype == FLOAT for v in values):
+            values, op = [self._float(v) for v in values], float_op
         result = values[0]
         for value in values[1:]:
             result = self._apply(op, result, value)
@@ -84,8 +115,8 @@ class IndexEmitter:
 
     def _apply(self, op, a, b):
         a, b = self.kernel.unify_shape(a, b, self.buffer)
-        vec = a.vec
-        return self.kernel.emit(self.buffer, f"{op} {a}, {b} : {index_type(vec)}", "index", vec)
+        ty = self.kernel.mlir_type(a.mdtype, a.vec)
+        return self.kernel.emit(self.buffer, f"{op} {a}, {b} : {ty}", a.mdtype, a.vec)
 
     def _python_mod(self, a, b, nonnegative: bool):
         remainder = self._apply("arith.remsi", a, b)

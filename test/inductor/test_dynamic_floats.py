@@ -1,0 +1,42 @@
+"""Float scalars computed from dynamic sizes inside kernels.
+
+When a graph is recompiled with dynamic shapes (automatic dynamic: the same
+function called with a second shape), Python arithmetic on sizes becomes
+sympy expressions that Inductor hands to `ops.index_expr` as float values:
+ToFloat(ks0), FloatTrueDiv(1.0, ToFloat(ks0)), IntTrueDiv(ks1, ks0), or
+float constants such as 0.5*ks0. The index printer emits them as f64.
+"""
+
+import pytest
+import torch
+
+SHAPES = [(5, 7), (6, 9), (3, 16)]  # the second call recompiles with dynamic sizes
+
+CASES = {
+    "masked_fill_float_of_size": lambda x: x.masked_fill(x > 0, float(x.shape[1])),
+    "masked_fill_reciprocal_size": lambda x: x.masked_fill(x > 0, 1.0 / x.shape[1]),
+    "masked_fill_scaled_size": lambda x: x.masked_fill(x > 0, x.shape[1] * 0.5),
+    "where_size_ratio": lambda x: torch.where(x > 0, x.shape[0] / x.shape[1], x),
+    "add_size_ratio": lambda x: x + x.shape[0] / x.shape[1],
+    "full_like_scaled_size": lambda x: torch.full_like(x, x.shape[1] * 0.25) + x,
+    "min_max_of_float_sizes": lambda x: x.clamp(max=min(x.shape[0] / 2, 3.0)),
+    "negative_power_of_size": lambda x: x * (x.shape[1] * 1.0) ** -2,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_float_size_expressions_under_automatic_dynamic(name):
+    fn = CASES[name]
+    compiled = torch.compile(fn)
+    for shape in SHAPES:
+        x = torch.randn(shape)
+        torch.testing.assert_close(compiled(x.to("maia")).cpu(), fn(x), atol=1e-5, rtol=1e-5)
+
+
+@pytest.mark.parametrize("fn", [lambda x: x.var(-1), lambda x: x.std(0), lambda x: x.norm(dim=-1)],
+                         ids=["var", "std", "norm"])
+def test_reductions_dividing_by_dynamic_sizes(fn):
+    compiled = torch.compile(fn, dynamic=True)
+    for shape in SHAPES:
+        x = torch.randn(shape)
+        torch.testing.assert_close(compiled(x.to("maia")).cpu(), fn(x), atol=1e-4, rtol=1e-4)
