@@ -7,6 +7,10 @@ CPU); the worker writes it atomically (temp file + rename) and a file lock
 keeps two processes from compiling the same kernel twice. On an FX graph
 cache hit the wrapper module re-runs its compile calls, so a hit here costs
 one stat() and one dlopen.
+
+A worker that dies is replaced and its request retried once; one that does
+not answer within `compile_timeout` seconds, or answers garbage, is killed and
+the request fails with a MaiaCompileError naming the kernel.
 """
 
 from __future__ import annotations
@@ -14,10 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import queue
+import select
 import shutil
+import signal
 import subprocess
 import threading
+import time
+import weakref
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,6 +33,22 @@ from filelock import FileLock
 
 class MaiaCompileError(RuntimeError):
     pass
+
+
+def _timeout_from_environment() -> float:
+    text = os.environ.get("MAIA_COMPILE_TIMEOUT", "300")
+    try:
+        return float(text)
+    except ValueError:
+        raise MaiaCompileError(f"MAIA_COMPILE_TIMEOUT must be a number of seconds, "
+                               f"not {text!r}") from None
+
+
+# Seconds to wait for a worker's reply before killing it (0: no limit). Not
+# in maia_inductor.config: a value set there is context-local (the compile
+# threads would not see one set on the main thread), and the timeout has no
+# bearing on the code, so it does not belong in the FX graph cache key.
+compile_timeout: float = _timeout_from_environment()
 
 
 def compiler_path() -> str:
@@ -40,70 +63,239 @@ def compiler_path() -> str:
                            "(tools/setup.sh) or set MAIA_COMPILE to its path")
 
 
+class _WorkerDied(Exception):
+    """The worker went away (crash, signal, closed pipe). Likely the worker's
+    fault, not the request's, so the request is retried on another worker; if
+    that one dies too, the kernel probably crashes the compiler."""
+
+
+class _TimedOut(Exception):
+    pass
+
+
+def _describe(message: dict) -> str:
+    if "id" in message:
+        return f"kernel {message['id']}"
+    return f"the {message.get('command', 'compile')} request"
+
+
 class _Worker:
-    """One `maia-compile --server` process (line-delimited JSON, in order)."""
+    """One `maia-compile --server` process (line-delimited JSON, in order).
+
+    The pipes are unbuffered bytes watched with poll(), so that every reply
+    (and every request, should the worker stop reading) has a deadline."""
 
     def __init__(self, path: str):
         self.process = subprocess.Popen(
             [path, "--server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, bufsize=1)
+            stderr=subprocess.DEVNULL, bufsize=0)
+        os.set_blocking(self.process.stdin.fileno(), False)
+        self.pending = b""  # bytes after the last reply (none from a well-behaved worker)
 
-    def request(self, message: dict) -> dict:
-        if self.process.poll() is not None:
-            raise MaiaCompileError(f"the compile worker exited with status "
-                                   f"{self.process.returncode}")
-        self.process.stdin.write(json.dumps(message) + "\n")
-        self.process.stdin.flush()
-        line = self.process.stdout.readline()
-        if not line:
-            raise MaiaCompileError("the compile worker closed its output")
-        return json.loads(line)
+    def alive(self) -> bool:
+        return self.process.poll() is None
 
-    def close(self):
-        if self.process.poll() is None:
+    def request(self, message: dict, timeout: float) -> dict:
+        """The reply to message; raises _WorkerDied, or MaiaCompileError on a
+        timeout or a garbage reply (the caller discards the worker)."""
+        deadline = time.monotonic() + timeout if timeout > 0 else None
+        try:
+            self._send((json.dumps(message) + "\n").encode(), deadline)
+            line = self._receive_line(deadline)
+        except _TimedOut:
+            raise MaiaCompileError(
+                f"maia-compile did not answer {_describe(message)} within {timeout:g} s (the "
+                f"worker was killed; raise MAIA_COMPILE_TIMEOUT or "
+                f"maia_inductor.compiler.compile_timeout if the kernel is just slow to "
+                f"compile)") from None
+        return _parse_reply(line, message)
+
+    def _send(self, data: bytes, deadline: float | None) -> None:
+        fd = self.process.stdin.fileno()
+        while data:
+            _wait_for(fd, select.POLLOUT, deadline)
             try:
-                self.process.stdin.close()
-                self.process.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                self.process.kill()
+                data = data[os.write(fd, data):]
+            except BlockingIOError:
+                continue
+            except OSError as error:  # EPIPE: it is gone
+                raise _WorkerDied(self._exit_status()) from error
+
+    def _receive_line(self, deadline: float | None) -> bytes:
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self.pending:
+            _wait_for(fd, select.POLLIN, deadline)
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise _WorkerDied(self._exit_status())
+            self.pending += chunk
+        line, _, self.pending = self.pending.partition(b"\n")
+        return line
+
+    def _exit_status(self) -> str:
+        """Why the worker went away, once it has (a worker that closed its
+        output but lingers is killed: it is of no further use)."""
+        try:
+            code = self.process.wait(timeout=1)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return "the compile worker closed its output"
+        if code < 0:
+            try:
+                return f"the compile worker was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                return f"the compile worker was killed by signal {-code}"
+        return f"the compile worker exited with status {code}"
+
+    def kill(self) -> None:
+        if self.alive():
+            self.process.kill()
+        self.process.wait()
+        self._close_pipes()
+
+    def abandon(self) -> None:
+        """In a forked child: close this process's copies of the pipes (so
+        the parent's worker still sees EOF when the parent closes them) and
+        leave the process, the parent's, alone."""
+        self._close_pipes()
+
+    def _close_pipes(self) -> None:
+        for pipe in (self.process.stdin, self.process.stdout):
+            try:
+                pipe.close()  # unbuffered: nothing is flushed, only the fd closed
+            except OSError:
+                pass
+
+
+def _wait_for(fd: int, event: int, deadline: float | None) -> None:
+    """Until fd is ready for event, or hung up (the read or write that follows
+    then says so); raises _TimedOut at the deadline."""
+    poller = select.poll()
+    poller.register(fd, event)
+    remaining = None if deadline is None else max(0.0, deadline - time.monotonic()) * 1000
+    if not poller.poll(remaining):
+        raise _TimedOut()
+
+
+def _parse_reply(line: bytes, message: dict) -> dict:
+    """A reply is a JSON object with a boolean "ok" and the request's id (or a
+    null id on an error about a request the server could not read)."""
+    try:
+        reply = json.loads(line)
+    except ValueError:
+        reply = None
+    if (isinstance(reply, dict) and isinstance(reply.get("ok"), bool)
+            and (reply.get("id") == message.get("id")
+                 or (reply.get("id") is None and not reply["ok"]))):
+        return reply
+    text = line.decode(errors="replace")
+    quoted = repr(text[:200]) + (" ..." if len(text) > 200 else "")
+    raise MaiaCompileError(f"maia-compile gave a malformed reply to {_describe(message)} "
+                           f"(the worker was discarded): {quoted}")
 
 
 class WorkerPool:
-    """Workers are started on demand, up to `size`; a broken one is replaced."""
+    """Workers are started on demand, up to `size`. A worker that fails is
+    discarded (killed) and its slot freed, which wakes a waiting thread; a
+    request whose worker died is retried once on another worker.
+
+    After os.fork() the child starts with an empty pool: the workers and their
+    pipes belong to the parent, and the child talking to them would interleave
+    its requests with the parent's."""
+
+    _all: weakref.WeakSet[WorkerPool] = weakref.WeakSet()
+    _abandoned: list[_Worker] = []
 
     def __init__(self, size: int):
         self.size = size
-        self.idle: queue.LifoQueue[_Worker] = queue.LifoQueue()
-        self.started = 0
-        self.lock = threading.Lock()
+        self._reset()
+        WorkerPool._all.add(self)
+
+    def _reset(self) -> None:
+        self.cond = threading.Condition()
+        self.idle: list[_Worker] = []  # ready, most recently used last
+        self.workers: set[_Worker] = set()  # idle or busy
+        self.started = 0  # workers plus those being started
 
     def request(self, message: dict) -> dict:
+        try:
+            return self._request_once(message)
+        except _WorkerDied:
+            pass  # a crash, a kill, or the kernel crashes the compiler: a second worker tells
+        try:
+            return self._request_once(message)
+        except _WorkerDied as died:
+            raise MaiaCompileError(
+                f"maia-compile died on {_describe(message)} twice, on two workers (last: "
+                f"{died}); the kernel probably crashes the compiler") from None
+
+    def _request_once(self, message: dict) -> dict:
         worker = self._acquire()
         try:
-            reply = worker.request(message)
-        except Exception:
-            worker.close()
-            with self.lock:
-                self.started -= 1
+            reply = worker.request(message, compile_timeout)
+        except BaseException:
+            self._discard(worker)  # dead, or out of sync (its reply may still come)
             raise
-        self.idle.put(worker)
+        self._release(worker)
         return reply
 
     def _acquire(self) -> _Worker:
+        with self.cond:
+            while True:
+                while self.idle:
+                    worker = self.idle.pop()
+                    if worker.alive():
+                        return worker
+                    worker.kill()  # reaps it
+                    self._forget(worker)  # died while idle: start another below
+                if self.started < self.size:
+                    self.started += 1
+                    break
+                self.cond.wait()
         try:
-            return self.idle.get_nowait()
-        except queue.Empty:
-            pass
-        with self.lock:
-            if self.started < self.size:
-                self.started += 1
-                try:
-                    return _Worker(compiler_path())
-                except Exception:
-                    self.started -= 1
-                    raise
-        return self.idle.get()
+            worker = _Worker(compiler_path())
+        except BaseException:
+            with self.cond:
+                self.started -= 1
+                self.cond.notify()
+            raise
+        with self.cond:
+            self.workers.add(worker)
+        return worker
 
+    def _release(self, worker: _Worker) -> None:
+        with self.cond:
+            self.idle.append(worker)
+            self.cond.notify()
+
+    def _discard(self, worker: _Worker) -> None:
+        worker.kill()
+        with self.cond:
+            self._forget(worker)
+
+    def _forget(self, worker: _Worker) -> None:
+        """Frees worker's slot (cond held) and wakes a waiter to take it."""
+        self.workers.discard(worker)
+        self.started -= 1
+        self.cond.notify()
+
+    def _after_fork_in_child(self) -> None:
+        # Another thread of the parent may have held the lock at fork time:
+        # _reset makes a new one rather than taking it.
+        inherited = self.workers
+        self._reset()
+        for worker in inherited:
+            worker.abandon()
+        # Kept so that no Popen.__del__ looks at the parent's processes.
+        WorkerPool._abandoned.extend(inherited)
+
+
+def _reset_pools_after_fork() -> None:
+    for pool in list(WorkerPool._all):
+        pool._after_fork_in_child()
+
+
+os.register_at_fork(after_in_child=_reset_pools_after_fork)
 
 _pool = WorkerPool(max(1, min(4, os.cpu_count() or 1)))
 
