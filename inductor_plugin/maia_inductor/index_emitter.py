@@ -5,7 +5,8 @@ becomes one SSA value of type `index` (uniform across the vector lanes) or
 `vector<VLxindex>` (one index per lane), and the kernel's CSE shares equal
 subexpressions. Integer-valued functions follow Inductor's definitions:
 FloorDiv rounds toward negative infinity, ModularIndexing(x, d, m) is
-(x // d) % m, PythonMod takes the sign of the divisor.
+(x // d) % m, PythonMod takes the sign of the divisor, Mod (torch's, not
+sympy's) is the remainder of nonnegative integers.
 
 Float-valued expressions reach the printer through `ops.index_expr` when a
 graph uses Python arithmetic on dynamic sizes (`1.0 / x.shape[1]` is
@@ -30,6 +31,7 @@ from torch.utils._sympy.functions import (
     IntTrueDiv,
     Max,
     Min,
+    Mod,
     ModularIndexing,
     PythonMod,
     ToFloat,
@@ -80,6 +82,8 @@ class IndexEmitter:
             lhs, rhs = expr.args
             return self._python_mod(self.emit(lhs), self.emit(rhs),
                                     nonnegative=bool(lhs.is_nonnegative and rhs.is_positive))
+        if isinstance(expr, Mod):  # torch's C-style Mod: defined for p >= 0, q >= 1 (roll)
+            return self._binary("arith.remsi", *expr.args)
         if isinstance(expr, Min):
             return self._fold(expr.args, "arith.minsi", "arith.minimumf")
         if isinstance(expr, Max):

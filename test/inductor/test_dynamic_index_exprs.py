@@ -1,4 +1,5 @@
-"""Float scalars computed from dynamic sizes inside kernels.
+"""Index expressions of dynamic sizes that kernels print: float scalars
+computed from sizes, and torch's Mod (roll).
 
 When a graph is recompiled with dynamic shapes (automatic dynamic: the same
 function called with a second shape), Python arithmetic on sizes becomes
@@ -40,3 +41,15 @@ def test_reductions_dividing_by_dynamic_sizes(fn):
     for shape in SHAPES:
         x = torch.randn(shape)
         torch.testing.assert_close(compiled(x.to("maia")).cpu(), fn(x), atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("shift,dim", [(1, 1), (-2, 0)])
+def test_roll_with_dynamic_sizes(shift, dim):
+    # The rolled index is Mod(ks0 - shift, ks0) (torch's Mod, not sympy's).
+    def fn(x):
+        return torch.roll(x, shift, dim) * 2
+
+    compiled = torch.compile(fn, dynamic=True)
+    for shape in SHAPES:
+        x = torch.randn(shape)
+        torch.testing.assert_close(compiled(x.to("maia")).cpu(), fn(x))
