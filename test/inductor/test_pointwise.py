@@ -41,6 +41,38 @@ def test_broadcast_transpose_slice_expand():
     assert_compiled_matches(lambda x: x[5:, 2:40].exp(), x)
 
 
+@pytest.mark.parametrize("fn,view", [
+    (lambda t: t * 2, lambda b: b[1:]),
+    (lambda t: t.sum(), lambda b: b[1:]),
+    (lambda t: t.ravel() * 2, lambda b: b[2:4]),
+    (lambda t: t.sum(-1), lambda b: b[1:, 2:, 3:]),
+    (lambda t: t.t() + 1, lambda b: b[3, 1:]),
+])
+def test_inputs_with_a_storage_offset(fn, view):
+    # Views that start inside their storage (slices, chunks, splits) are
+    # read from their first element, not from the storage's; the view is
+    # taken on maia (a copy to maia would start at offset 0).
+    base = torch.arange(250.0).reshape(5, 5, 10)
+    on_maia = view(base.to("maia"))
+    assert on_maia.storage_offset() > 0
+    torch._dynamo.reset()
+    actual = torch.compile(fn)(on_maia)
+    torch.testing.assert_close(actual.cpu(), fn(view(base)))
+
+
+@pytest.mark.parametrize("parts", [
+    lambda x: [x, x * 2],
+    lambda x: [x * 2, x],
+    lambda x: [x * 2, x * 3, x * 4, x],
+    lambda x: [x * 2, x * 3],
+])
+def test_cat_of_inputs_and_pointwise_parts(parts):
+    # An input copied into the output next to computed parts writes its
+    # slice of the output (an offset view of the result buffer).
+    assert_compiled_matches(lambda x: torch.cat(parts(x)), torch.randn(1000))
+    assert_compiled_matches(lambda x: torch.cat(parts(x), dim=1), torch.randn(7, 33))
+
+
 def test_channels_last_and_permuted_inputs():
     x = torch.randn(2, 8, 6, 5).to(memory_format=torch.channels_last)
     assert_compiled_matches(lambda x: F.relu(x) * 2, x)

@@ -194,10 +194,18 @@ Status encodeMemref(const maiaKernel& kernel, int index, const maiaKernelArg& ar
       return owner->arena().findAllocation(start, bytes, where().c_str(), &base, &size);
     alias = owner->arena().hostAlias(arg.data);
   }
-  auto pointer = reinterpret_cast<int64_t>(alias);
-  *out++ = pointer;  // allocated
-  *out++ = pointer;  // aligned
-  *out++ = arg.offset;
+  // The view's offset is folded into the aligned pointer and the descriptor's
+  // offset is 0: a kernel whose memref type has the identity layout (static
+  // offset 0, what Inductor emits) and one that reads a dynamic offset then
+  // both address the view's first element. The verifier refuses kernel
+  // arguments with a static non-zero offset.
+  auto allocated = reinterpret_cast<int64_t>(alias);
+  int64_t aligned = allocated;
+  if (alias != nullptr)
+    aligned += arg.offset * static_cast<int64_t>(dtypeSize(arg.dtype));
+  *out++ = allocated;
+  *out++ = aligned;
+  *out++ = 0;
   for (int d = 0; d < spec.rank; ++d) *out++ = arg.sizes[d];
   for (int d = 0; d < spec.rank; ++d) *out++ = arg.strides[d];
   return {};

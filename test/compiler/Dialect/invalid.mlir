@@ -81,6 +81,13 @@ func.func @layout(%x: memref<4x4xf32, affine_map<(d0, d1) -> (d0 floordiv 2, d1)
 
 // -----
 
+// expected-error @+1 {{has the static offset 5; kernel arguments take offset 0 or a dynamic offset}}
+func.func @static_offset(%x: memref<?xf32, strided<[1], offset: 5>>) attributes {maia.kernel} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{'func.func' op kernel must have a body}}
 func.func @declaration(%x: memref<?xf32>) attributes {maia.kernel}
 

@@ -100,8 +100,16 @@ static LogicalResult verifyKernelArgument(FunctionOpInterface kernel,
     if (memref.getRank() > kMaxMemRefRank)
       return fail() << "has rank " << memref.getRank() << "; at most "
                     << kMaxMemRefRank << " is supported";
-    if (!isStrided(memref))
+    SmallVector<int64_t> strides;
+    int64_t offset = 0;
+    if (failed(getStridesAndOffset(memref, strides, offset)))
       return fail() << "does not have a strided layout";
+    // The driver passes every view with its offset folded into the aligned
+    // pointer (descriptor offset 0): a static offset other than 0 would
+    // silently address other elements.
+    if (!ShapedType::isDynamic(offset) && offset != 0)
+      return fail() << "has the static offset " << offset
+                    << "; kernel arguments take offset 0 or a dynamic offset";
     if (memref.getMemorySpace())
       return fail() << "is in memory space " << memref.getMemorySpace()
                     << "; kernels take device memory (no memory space)";

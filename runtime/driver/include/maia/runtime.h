@@ -217,7 +217,9 @@ typedef struct maiaKernelArg {
   maiaDtype dtype;
   /* memref: a strided view of device memory, in elements */
   void* data;      /* device pointer of element 0 of the allocation's view */
-  int64_t offset;  /* element offset of the view's first element from data */
+  int64_t offset;  /* element offset of the view's first element from data;
+                      the kernel's descriptor gets aligned = data + offset and
+                      offset 0 (kernels take offset 0 or a dynamic offset) */
   int32_t rank;
   int64_t sizes[MAIA_MAX_RANK];
   int64_t strides[MAIA_MAX_RANK];
