@@ -98,3 +98,80 @@ class TestCopy:
         y = torch.empty(0, device="maia")
         y.set_(x.untyped_storage(), 0, (3,), (1,))
         torch.testing.assert_close(y.cpu(), torch.arange(3.0))
+
+
+def keep_busy(device, rounds=6):
+    """Queues a few milliseconds of work on device's current stream."""
+    busy = torch.ones(1 << 23, device=device)
+    for _ in range(rounds):
+        busy.mul_(1.0001)
+    return busy
+
+
+class TestCopyOrdering:
+    """Copies are ordered with the streams of both sides; checked with the
+    destination's stream busy, so an unordered copy loses the race."""
+
+    N = 1 << 22
+
+    def test_cross_device_copy_precedes_later_writes_to_the_source(self):
+        for _ in range(5):
+            a = torch.zeros(self.N, device="maia:0")
+            busy = keep_busy("maia:1")
+            b = a.to("maia:1")
+            a.add_(1)
+            assert b.sum().item() == 0, "the copy saw a write queued after it"
+            del busy
+
+    def test_cross_device_copy_keeps_the_source_block_until_done(self):
+        for _ in range(5):
+            a = torch.zeros(self.N, device="maia:0")
+            busy = keep_busy("maia:1")
+            b = a.to("maia:1")
+            del a
+            reused = torch.empty(self.N, device="maia:0")  # a's block, on a's stream
+            reused.fill_(7)
+            assert b.sum().item() == 0, "the copy read a reused block"
+            del busy, reused
+
+    def test_cross_device_copy_waits_for_the_destination_stream(self):
+        # dst's block may still be read by dst's earlier work.
+        a = torch.full((self.N,), 3.0, device="maia:0")
+        b = torch.zeros(self.N, device="maia:1")
+        busy = keep_busy("maia:1")
+        snapshot = b.clone()  # queued on maia:1 before the copy
+        b.copy_(a)
+        assert snapshot.sum().item() == 0
+        assert b.sum().item() == 3.0 * self.N
+        del busy
+
+    def test_strided_upload_leaves_the_other_elements_alone(self):
+        # Another stream fills the odd columns while the default stream
+        # uploads the even ones: no element may be written by both.
+        host = torch.arange(256 * 64, dtype=torch.float32).reshape(256, 64)
+        side = torch.maia.Stream()
+        for _ in range(20):
+            t = torch.zeros(256, 128, device="maia")
+            torch.maia.current_stream().synchronize()
+            with torch.maia.stream(side):
+                t[:, 1::2].fill_(-1)
+            t[:, ::2].copy_(host)
+            side.synchronize()
+            torch.maia.synchronize()
+            result = t.cpu()
+            assert torch.equal(result[:, ::2], host)
+            assert (result[:, 1::2] == -1).all(), "the upload rewrote the odd columns"
+
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.int16,
+                                       torch.uint8, torch.bool])
+    def test_strided_copies_in_every_direction(self, dtype):
+        x = reference(torch.float32, (6, 10)).to(dtype)
+        t = torch.zeros(6, 20, dtype=dtype, device="maia")
+        t[:, ::2] = x  # host -> strided maia: staged and scattered on the device
+        expected = torch.zeros(6, 20, dtype=dtype)
+        expected[:, ::2] = x
+        assert torch.equal(t.cpu(), expected)
+        assert torch.equal(t[:, ::2].cpu(), x)  # strided maia -> host: gathered first
+        other = torch.zeros(20, 6, dtype=dtype, device="maia:1")
+        other.copy_(t.t())  # across devices with another layout
+        assert torch.equal(other.cpu(), expected.t())

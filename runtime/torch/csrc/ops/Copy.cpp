@@ -4,13 +4,19 @@
 // copy on the current stream. A copy from or to pinned host memory with
 // non_blocking=True stays asynchronous (the pinned block is kept alive by an
 // event on the stream); otherwise the copy completes before returning, as
-// with CUDA. Everything else (dtype conversion, non-contiguous layouts) goes
-// through the host: the storage span the tensor covers is copied, converted
-// or permuted by PyTorch's CPU copy, and written back.
+// with CUDA. Other layouts and dtype conversions never read-modify-write
+// device memory through the host: uploads are staged densely on the device
+// and scattered into the target by a kernel on the stream; downloads gather
+// densely on the device first. Copies across devices run on the source's
+// stream, ordered after the destination stream's earlier work and before
+// its later work (what CUDA does), so the source's stream and its caching
+// allocator see the copy as their own work.
 #include <ATen/CachedTensorUtils.h>
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 
 #include "MaiaCheck.h"
@@ -31,17 +37,6 @@ bool isBytewiseCopy(const at::Tensor& src, const at::Tensor& dst) {
          src.strides() == dst.strides();
 }
 
-/// Element range [first, last] of t's storage that t can reach.
-std::pair<int64_t, int64_t> storageSpan(const at::Tensor& t) {
-  int64_t first = t.storage_offset(), last = t.storage_offset();
-  for (int64_t d = 0; d < t.dim(); ++d) {
-    if (t.size(d) == 0) return {t.storage_offset(), t.storage_offset() - 1};
-    int64_t reach = (t.size(d) - 1) * t.stride(d);
-    (reach < 0 ? first : last) += reach;
-  }
-  return {first, last};
-}
-
 /// The pinned block holding p, if p is pinned host memory, for keeping it
 /// alive while an asynchronous copy uses it.
 bool recordPinned(const at::Tensor& host, c10::Stream stream) {
@@ -55,57 +50,14 @@ void copyBytes(void* dst, const void* src, size_t bytes, maiaMemcpyKind kind,
   MAIA_CHECK(maiaMemcpyAsync(dst, src, bytes, kind, currentDriverStream(device)));
 }
 
-/// A host copy of the part of maia tensor t's storage that t covers, viewed
-/// with t's sizes and strides. Synchronous.
-at::Tensor hostViewOf(const at::Tensor& t) {
-  auto [first, last] = storageSpan(t);
-  int64_t span = last - first + 1;
-  at::Tensor host = at::empty({std::max<int64_t>(span, 0)}, t.options().device(at::kCPU));
-  if (span > 0) {
-    const char* base = static_cast<const char*>(t.storage().data()) + first * t.element_size();
-    copyBytes(host.data_ptr(), base, span * t.element_size(), maiaMemcpyDeviceToHost,
-              t.device().index());
-  }
-  return host.as_strided(t.sizes(), t.strides(), t.storage_offset() - first);
-}
-
-/// Writes host (same shape as dst) into maia tensor dst, whatever their
-/// dtypes and layouts: read-modify-write of dst's storage span.
-void writeThroughHost(const at::Tensor& host, const at::Tensor& dst) {
-  auto [first, last] = storageSpan(dst);
-  if (last < first) return;
-  at::Tensor view = hostViewOf(dst);
-  view.copy_(host);
-  const at::Tensor& span = view.as_strided({last - first + 1}, {1}, 0);
-  char* base = static_cast<char*>(dst.storage().mutable_data()) + first * dst.element_size();
-  copyBytes(base, span.const_data_ptr(), span.numel() * dst.element_size(),
-            maiaMemcpyHostToDevice, dst.device().index());
-}
-
-void copyHostToMaia(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
-  c10::DeviceGuard guard(dst.device());
-  if (!isBytewiseCopy(src, dst)) {
-    writeThroughHost(src, dst);
-    return;
-  }
-  c10::Stream stream = currentStream(dst.device().index());
-  copyBytes(dst.data_ptr(), src.const_data_ptr(), dst.nbytes(), maiaMemcpyHostToDevice,
-            dst.device().index());
-  if (non_blocking && recordPinned(src, stream)) return;
-  MAIA_CHECK(maiaStreamSynchronize(driverStream(stream)));
-}
-
-void copyMaiaToHost(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
-  c10::DeviceGuard guard(src.device());
-  if (!isBytewiseCopy(src, dst)) {
-    dst.copy_(hostViewOf(src));
-    return;
-  }
-  c10::Stream stream = currentStream(src.device().index());
-  copyBytes(dst.data_ptr(), src.const_data_ptr(), src.nbytes(), maiaMemcpyDeviceToHost,
-            src.device().index());
-  if (non_blocking && recordPinned(dst, stream)) return;
-  MAIA_CHECK(maiaStreamSynchronize(driverStream(stream)));
+/// Orders the work queued on waiter from now on after what is queued on
+/// producer so far, without blocking the host.
+void streamWaitStream(maiaStream_t waiter, maiaStream_t producer) {
+  maiaEvent_t ready = nullptr;
+  MAIA_CHECK(maiaEventCreate(&ready, maiaEventDisableTiming));
+  MAIA_CHECK(maiaEventRecord(ready, producer));
+  MAIA_CHECK(maiaStreamWaitEvent(waiter, ready));
+  MAIA_CHECK(maiaEventDestroy(ready));
 }
 
 /// Converts and/or re-strides src into dst on dst's device with a cast
@@ -122,30 +74,118 @@ void castOnDevice(const at::Tensor& src, const at::Tensor& dst) {
   launchElementwise(eagerKernel(kernel), iter);
 }
 
-void copyMaiaToMaia(const at::Tensor& src, const at::Tensor& dst) {
-  if (!isBytewiseCopy(src, dst)) {
-    if (src.device() == dst.device()) {
-      castOnDevice(src, dst);
-    } else {
-      // Across devices: make src dense on its device, move the bytes, then
-      // convert on the destination device.
-      at::Tensor dense = src.contiguous();
-      at::Tensor moved = at::empty(src.sizes(), dense.options().device(dst.device()));
-      copyMaiaToMaia(dense, moved);
-      castOnDevice(moved.expand(dst.sizes()), dst);
-    }
+/// The integer type of an element's width, to move elements of any dtype
+/// (complex, unsigned, ...) with the integer cast kernels.
+at::ScalarType bitsOfWidth(int64_t width) {
+  switch (width) {
+    case 1: return at::kChar;
+    case 2: return at::kShort;
+    case 4: return at::kInt;
+    case 8: return at::kLong;
+    default: TORCH_CHECK(false, "maia cannot move elements of ", width, " bytes");
+  }
+}
+
+/// Copies src into dst on their device, any layouts; dtype conversions go
+/// through the cast kernels, same-dtype copies move the elements' bits.
+void copyOnDevice(const at::Tensor& src, const at::Tensor& dst) {
+  if (src.scalar_type() != dst.scalar_type()) {
+    castOnDevice(src, dst);
     return;
   }
-  c10::DeviceIndex from = src.device().index(), to = dst.device().index();
-  if (from != to) {
-    // The copy runs on dst's stream; it must wait for src's producers.
-    maiaEvent_t ready = nullptr;
-    MAIA_CHECK(maiaEventCreate(&ready, maiaEventDisableTiming));
-    MAIA_CHECK(maiaEventRecord(ready, currentDriverStream(from)));
-    MAIA_CHECK(maiaStreamWaitEvent(currentDriverStream(to), ready));
-    MAIA_CHECK(maiaEventDestroy(ready));
+  at::Tensor from = src, to = dst;
+  if (from.element_size() == 16) {  // complex128: two 8-byte words
+    from = at::view_as_real(from);
+    to = at::view_as_real(to);
   }
-  copyBytes(dst.data_ptr(), src.const_data_ptr(), src.nbytes(), maiaMemcpyDeviceToDevice, to);
+  at::ScalarType bits = bitsOfWidth(from.element_size());
+  castOnDevice(from.view(bits), to.view(bits));
+}
+
+void copyHostToMaia(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  c10::DeviceGuard guard(dst.device());
+  if (!isBytewiseCopy(src, dst)) {
+    // The host converts into a dense buffer laid out like dst when dst is
+    // dense (one copy, no kernel), else into a contiguous staging buffer
+    // that a kernel scatters into dst on the stream: device memory between
+    // dst's elements is never written.
+    bool dense = dst.is_non_overlapping_and_dense();
+    at::Tensor host = dense ? at::empty_strided(dst.sizes(), dst.strides(),
+                                                dst.options().device(at::kCPU))
+                            : at::empty(dst.sizes(), dst.options().device(at::kCPU));
+    host.copy_(src);
+    if (dense) {
+      copyHostToMaia(host, dst, /*non_blocking=*/false);
+      return;
+    }
+    at::Tensor staged = at::empty(dst.sizes(), dst.options());
+    copyHostToMaia(host, staged, /*non_blocking=*/false);
+    copyOnDevice(staged, dst);
+    return;
+  }
+  c10::Stream stream = currentStream(dst.device().index());
+  copyBytes(dst.data_ptr(), src.const_data_ptr(), dst.nbytes(), maiaMemcpyHostToDevice,
+            dst.device().index());
+  if (non_blocking && recordPinned(src, stream)) return;
+  MAIA_CHECK(maiaStreamSynchronize(driverStream(stream)));
+}
+
+void copyMaiaToHost(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  c10::DeviceGuard guard(src.device());
+  if (!isBytewiseCopy(src, dst)) {
+    // Gather src densely on the device, download only its elements, then
+    // let the host convert and re-stride.
+    at::Tensor dense = src;
+    if (!src.is_non_overlapping_and_dense()) {
+      dense = at::empty(src.sizes(), src.options());
+      copyOnDevice(src, dense);
+    }
+    at::Tensor host = at::empty_strided(dense.sizes(), dense.strides(),
+                                        dense.options().device(at::kCPU));
+    copyMaiaToHost(dense, host, /*non_blocking=*/false);
+    dst.copy_(host);
+    return;
+  }
+  c10::Stream stream = currentStream(src.device().index());
+  copyBytes(dst.data_ptr(), src.const_data_ptr(), src.nbytes(), maiaMemcpyDeviceToHost,
+            src.device().index());
+  if (non_blocking && recordPinned(dst, stream)) return;
+  MAIA_CHECK(maiaStreamSynchronize(driverStream(stream)));
+}
+
+void copyMaiaToMaia(const at::Tensor& src, const at::Tensor& dst) {
+  c10::DeviceIndex from = src.device().index(), to = dst.device().index();
+  if (!isBytewiseCopy(src, dst)) {
+    if (from == to) {
+      c10::DeviceGuard guard(dst.device());
+      copyOnDevice(src, dst);
+      return;
+    }
+    // Across devices: make src dense on its device, move the bytes, then
+    // convert and re-stride on the destination device.
+    at::Tensor dense = src.contiguous();
+    at::Tensor moved = at::empty(src.sizes(), dense.options().device(dst.device()));
+    copyMaiaToMaia(dense, moved);
+    c10::DeviceGuard guard(dst.device());
+    copyOnDevice(moved, dst);
+    return;
+  }
+  if (from == to) {
+    copyBytes(dst.data_ptr(), src.const_data_ptr(), src.nbytes(), maiaMemcpyDeviceToDevice,
+              to);
+    return;
+  }
+  // As CUDA does: the copy runs on the source's current stream once the
+  // destination's current stream has done its earlier work (which may still
+  // use dst's block), and the destination's stream waits for the copy. An
+  // in-place update of src, or a reuse of src's block by its stream's
+  // allocator, is then ordered after the copy.
+  maiaStream_t src_stream = currentDriverStream(from);
+  maiaStream_t dst_stream = currentDriverStream(to);
+  streamWaitStream(src_stream, dst_stream);
+  copyBytes(dst.data_ptr(), src.const_data_ptr(), src.nbytes(), maiaMemcpyDeviceToDevice,
+            from);
+  streamWaitStream(dst_stream, src_stream);
 }
 
 }  // namespace
