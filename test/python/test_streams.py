@@ -65,3 +65,40 @@ class TestStreams:
         assert e.query()
         e.synchronize()
         torch.maia.current_stream().wait_event(e)  # waits for nothing
+
+
+class TestStreamPool:
+    def test_stream_context_restores_the_device_too(self):
+        assert torch.maia.current_device() == 0
+        s1 = torch.maia.Stream(device=1)
+        with torch.maia.stream(s1):
+            assert torch.maia.current_device() == 1
+            assert torch.maia.current_stream() == s1
+        assert torch.maia.current_device() == 0
+        assert torch.maia.current_stream(1) == torch.maia.default_stream(1)
+        assert torch.maia.current_stream(0) == torch.maia.default_stream(0)
+
+    def test_new_streams_come_from_a_pool_per_priority(self):
+        # A stream per step must not exhaust the device's driver streams.
+        least, greatest = 0, -2
+        by_priority = {}
+        for step in range(3000):
+            priority = (least, -1, greatest)[step % 3]
+            s = torch.maia.Stream(priority=priority)
+            assert s.priority == priority
+            by_priority.setdefault(priority, set()).add(s.stream_id)
+        for priority, ids in by_priority.items():
+            assert 1 < len(ids) <= 32, (priority, len(ids))
+        assert not set.intersection(*by_priority.values())
+        # Out-of-range priorities are clamped, as CUDA does.
+        assert torch.maia.Stream(priority=-100).priority == greatest
+        assert torch.maia.Stream(priority=100).priority == least
+
+    def test_pooled_streams_still_order_their_work(self):
+        s = torch.maia.Stream()
+        with torch.maia.stream(s):
+            x = torch.zeros(1 << 16, device="maia")
+            for _ in range(10):
+                x.add_(1)
+        s.synchronize()
+        assert x.sum().item() == 10 * (1 << 16)

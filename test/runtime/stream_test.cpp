@@ -290,3 +290,59 @@ TEST(LaunchBlockingTest, AKernelFaultIsReportedByTheLaunchItself) {
 }
 
 }  // namespace
+
+namespace {
+
+/// Appends tag to a shared log when its host function runs.
+struct LogEntry {
+  std::vector<int>* log;
+  std::atomic<int>* done;
+  int tag;
+  static void append(void* self) {
+    auto* entry = static_cast<LogEntry*>(self);
+    entry->log->push_back(entry->tag);
+    entry->done->fetch_add(1);
+  }
+};
+
+}  // namespace
+
+/// Child body: exits 0 when the high-priority stream's commands ran first.
+[[noreturn]] void runTwoPrioritiesOnOneCore() {
+  setenv("MAIA_NUM_CORES", "1", 1);
+  int least = 0, greatest = 0;
+  maiaStream_t gate_stream, low, high;
+  maiaEvent_t opened;
+  if (maiaDeviceGetStreamPriorityRange(&least, &greatest) != maiaSuccess ||
+      maiaStreamCreate(&gate_stream, least) != maiaSuccess ||
+      maiaStreamCreate(&low, least) != maiaSuccess ||
+      maiaStreamCreate(&high, greatest) != maiaSuccess ||
+      maiaEventCreate(&opened, maiaEventDisableTiming) != maiaSuccess)
+    std::exit(10);
+  Gate gate;
+  maiaLaunchHostFunc(gate_stream, Gate::wait, &gate);
+  maiaEventRecord(opened, gate_stream);
+  maiaStreamWaitEvent(low, opened);
+  maiaStreamWaitEvent(high, opened);
+  std::vector<int> log;
+  std::atomic<int> done{0};
+  std::vector<LogEntry> entries;
+  for (int i = 0; i < 6; ++i) entries.push_back(LogEntry{&log, &done, i < 3 ? 0 : 1});
+  for (int i = 0; i < 6; ++i)
+    maiaLaunchHostFunc(i < 3 ? low : high, LogEntry::append, &entries[i]);
+  gate.open = true;
+  while (done.load() < 6) std::this_thread::yield();
+  maiaStreamSynchronize(low);
+  maiaStreamSynchronize(high);
+  const std::vector<int> high_first{1, 1, 1, 0, 0, 0};
+  std::exit(log == high_first ? 0 : 11);
+}
+
+// With one core and two streams made ready by the same event, the core runs
+// the higher-priority stream's work first. The child process sets one core
+// before the driver starts; the host does not synchronize (it would help run
+// the work) until every command ran.
+TEST(StreamPriorityTest, AHigherPriorityStreamRunsFirstWhenBothAreReady) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(runTwoPrioritiesOnOneCore(), testing::ExitedWithCode(0), "");
+}

@@ -12,6 +12,7 @@
 #include "MaiaCheck.h"
 #include "MaiaFunctions.h"
 #include "MaiaGenerator.h"
+#include "MaiaStream.h"
 #include "CompiledKernel.h"
 #include "UserKernels.h"
 #include "ops/Fallback.h"
@@ -108,6 +109,12 @@ PYBIND11_MODULE(_C, m) {
     MAIA_CHECK(maiaEventElapsedTime(&ms, reinterpret_cast<maiaEvent_t>(start),
                                     reinterpret_cast<maiaEvent_t>(end)));
     return static_cast<double>(ms);
+  });
+  m.def("_stream_priority", [](int64_t stream_id, int device_index) {
+    return streamPriority(c10::Stream(c10::Stream::UNSAFE,
+                                      c10::Device(c10::DeviceType::PrivateUse1,
+                                                  static_cast<c10::DeviceIndex>(device_index)),
+                                      stream_id));
   });
   py::class_<UserModule, std::shared_ptr<UserModule>>(m, "_UserModule")
       .def(py::init<const std::string&>())

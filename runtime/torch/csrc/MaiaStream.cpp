@@ -1,5 +1,6 @@
 #include "MaiaStream.h"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <mutex>
@@ -13,7 +14,18 @@ namespace {
 
 constexpr int kMaxDevices = 16;
 constexpr int kMaxStreamsPerDevice = 1024;
-constexpr int kPoolSize = 8;  // per priority, round-robin like CUDA's pool
+// Streams handed out per device and priority, round-robin like CUDA's pool:
+// torch.maia.Stream() and getStreamFromPool take a pooled stream, so a
+// program creating a stream per step never runs out of driver streams.
+constexpr int kPoolSize = 32;
+constexpr int kMaxPriorityLevels = 8;
+
+/// One priority level's pool; each stream is created the first time it is
+/// handed out (idle streams still cost the scheduler a look).
+struct StreamPool {
+  std::array<std::atomic<c10::StreamId>, kPoolSize> ids{};
+  std::atomic<uint32_t> next{0};
+};
 
 /// The streams of one device, by StreamId. Append-only: an id stays valid
 /// for the life of the process.
@@ -21,10 +33,8 @@ struct DeviceStreams {
   std::mutex mutex;
   std::array<std::atomic<maiaStream_t>, kMaxStreamsPerDevice> handles{};
   std::atomic<int> count{0};
-  std::array<c10::StreamId, kPoolSize> pool_low{};
-  std::array<c10::StreamId, kPoolSize> pool_high{};
-  std::once_flag pool_once;
-  std::atomic<uint32_t> next_low{0}, next_high{0};
+  std::mutex pool_mutex;  // creates a pool's stream once (createStream takes mutex)
+  std::array<StreamPool, kMaxPriorityLevels> pools;  // by level: 0 is the least priority
 };
 
 /// The driver handle of device's default stream (a valid index). Default
@@ -116,23 +126,30 @@ c10::Stream exchangeStream(const c10::Stream& stream) {
 }
 
 c10::Stream streamFromPool(bool high_priority, c10::DeviceIndex device) {
-  device = resolveDevice(device);
-  DeviceStreams& streams = streamsOf(device);
-  std::call_once(streams.pool_once, [&] {
-    auto [least, greatest] = priorityRange();
-    for (int i = 0; i < kPoolSize; ++i) {
-      streams.pool_low[i] = createStream(device, least);
-      streams.pool_high[i] = createStream(device, greatest);
-    }
-  });
-  auto& next = high_priority ? streams.next_high : streams.next_low;
-  auto& pool = high_priority ? streams.pool_high : streams.pool_low;
-  return makeStream(device, pool[next.fetch_add(1) % kPoolSize]);
+  auto [least, greatest] = priorityRange();
+  return newStream(device, high_priority ? greatest : least);
 }
 
 c10::Stream newStream(c10::DeviceIndex device, int priority) {
   device = resolveDevice(device);
-  return makeStream(device, createStream(device, priority));
+  auto [least, greatest] = priorityRange();
+  priority = std::clamp(priority, greatest, least);
+  int level = least - priority;
+  TORCH_INTERNAL_ASSERT(level < kMaxPriorityLevels, "the driver has more stream priorities (",
+                        least - greatest + 1, ") than maia pools (", kMaxPriorityLevels, ")");
+  DeviceStreams& streams = streamsOf(device);
+  StreamPool& pool = streams.pools[level];
+  std::atomic<c10::StreamId>& slot = pool.ids[pool.next.fetch_add(1) % kPoolSize];
+  c10::StreamId id = slot.load(std::memory_order_acquire);
+  if (id == 0) {
+    std::lock_guard<std::mutex> lock(streams.pool_mutex);
+    id = slot.load(std::memory_order_relaxed);
+    if (id == 0) {
+      id = createStream(device, priority);
+      slot.store(id, std::memory_order_release);
+    }
+  }
+  return makeStream(device, id);
 }
 
 int streamPriority(const c10::Stream& stream) {

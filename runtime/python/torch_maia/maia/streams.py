@@ -14,6 +14,14 @@ class Stream(torch.Stream):
         return super().__new__(cls, device=torch.device("maia", _index(device)),
                                priority=priority)
 
+    @property
+    def priority(self) -> int:
+        """The stream's priority (lower runs first; torch.maia.Stream clamps
+        it to the device's range)."""
+        from .. import _C
+
+        return _C._stream_priority(self.stream_id, self.device_index)
+
 
 class Event(torch.Event):
     """A marker in a maia stream: record, wait, query, synchronize, time."""
@@ -52,21 +60,29 @@ def set_stream(stream: torch.Stream) -> None:
 
 
 class StreamContext:
-    """Makes ``stream`` current on its device for the duration of a block."""
+    """Makes ``stream`` current, and its device the current device, for the
+    duration of a block; restores both afterwards (as torch.cuda does)."""
 
     def __init__(self, stream):
         self.stream = stream
-        self.previous = None
+        self.previous_device = None
+        self.previous_stream = None
 
     def __enter__(self):
         if self.stream is not None:
-            self.previous = current_stream(self.stream.device_index)
-            set_stream(self.stream)
+            from . import current_device
+
+            self.previous_device = current_device()
+            self.previous_stream = current_stream(self.stream.device_index)
+            set_stream(self.stream)  # also makes the stream's device current
         return self.stream
 
     def __exit__(self, *exc):
         if self.stream is not None:
-            set_stream(self.previous)
+            from . import set_device
+
+            set_stream(self.previous_stream)
+            set_device(self.previous_device)
         return False
 
 
