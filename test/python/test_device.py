@@ -77,10 +77,15 @@ class TestDeviceSelection:
 
 class TestBadInput:
     def test_device_index_out_of_range(self):
-        with pytest.raises(IndexError, match="maia device index 5 is out of range"):
+        # RuntimeError, as PyTorch's own backends raise (not IndexError)
+        with pytest.raises(RuntimeError, match="maia device index 5 is out of range"):
             torch.empty(2, device="maia:5")
-        with pytest.raises(IndexError, match="out of range"):
+        with pytest.raises(RuntimeError, match="out of range"):
             torch.maia.set_device(7)
+        with pytest.raises(RuntimeError, match="out of range"):
+            torch.ones(2).to("maia:9")
+        with pytest.raises(RuntimeError, match="out of range"):
+            torch.maia.Stream(device=3)
         assert torch.maia.current_device() == 0
 
     def test_tensors_on_different_devices_in_one_op(self):

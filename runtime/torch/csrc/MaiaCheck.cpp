@@ -7,8 +7,7 @@ void throwDriverError(maiaError_t error, const char* call) {
   maiaGetLastError();  // consumed: reported here
   if (error == maiaErrorOutOfMemory)
     TORCH_CHECK_WITH(OutOfMemoryError, false, "MAIA out of memory: ", message);
-  if (error == maiaErrorInvalidDevice)
-    TORCH_CHECK_WITH(IndexError, false, "MAIA: ", message);
+  if (error == maiaErrorInvalidDevice) TORCH_CHECK(false, "MAIA: ", message);
   TORCH_CHECK(false, "MAIA error ", maiaGetErrorName(error), ": ", message, " (in ", call, ")");
 }
 

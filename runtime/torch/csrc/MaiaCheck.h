@@ -8,8 +8,9 @@
 namespace torch_maia {
 
 /// Throws the c10 error for a failed driver call: c10::OutOfMemoryError for
-/// out-of-memory (Python: torch.OutOfMemoryError), c10::IndexError for an
-/// invalid device, c10::Error otherwise; the message is the driver's.
+/// out-of-memory (Python: torch.OutOfMemoryError), c10::Error (RuntimeError,
+/// as other backends raise for a bad device ordinal) otherwise; the message is
+/// the driver's.
 [[noreturn]] void throwDriverError(maiaError_t error, const char* call);
 
 }  // namespace torch_maia

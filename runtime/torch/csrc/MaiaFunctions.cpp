@@ -28,7 +28,8 @@ c10::DeviceIndex currentDevice() {
 
 void checkDeviceIndex(c10::DeviceIndex index) {
   c10::DeviceIndex count = deviceCount();
-  TORCH_CHECK_INDEX(index >= 0 && index < count, "maia device index ",
+  // RuntimeError, as PyTorch's backends raise for a device ordinal.
+  TORCH_CHECK(index >= 0 && index < count, "maia device index ",
                     static_cast<int>(index), " is out of range: ",
                     count == 0 ? std::string("no maia devices are available")
                                : "valid indices are 0.." + std::to_string(count - 1));

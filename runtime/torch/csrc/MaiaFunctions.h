@@ -12,7 +12,7 @@ c10::DeviceIndex currentDevice();
 void setDevice(c10::DeviceIndex index);
 /// Sets index as current; returns the previous one.
 c10::DeviceIndex exchangeDevice(c10::DeviceIndex index);
-/// Throws a clear IndexError if index is not a maia device.
+/// Throws a clear RuntimeError if index is not a maia device.
 void checkDeviceIndex(c10::DeviceIndex index);
 /// index, or the current device if index is -1.
 c10::DeviceIndex resolveDevice(c10::DeviceIndex index);
