@@ -24,6 +24,9 @@ class MaiaCompiledKernel:
     """A loaded kernel of a compiled graph."""
 
     __slots__ = ("name", "path", "_module", "_kernel")
+    # Launches of compiled kernels in this process, for tests and tools that
+    # must know a MAIA kernel (not an extern or host path) did the work.
+    launches = 0
 
     def __init__(self, name: str, path: str):
         from torch_maia import _C
@@ -36,6 +39,7 @@ class MaiaCompiledKernel:
     def run(self, grid, *args):
         if grid[0] > 0:
             self._kernel.run(grid, *args)
+            MaiaCompiledKernel.launches += 1
 
     def __repr__(self):
         return f"<maia compiled kernel {self.name} ({self.path})>"

@@ -32,11 +32,19 @@ def to_cpu(value):
 
 
 def assert_compiled_matches(fn, *args, dtype=torch.float32, atol=None, rtol=None,
-                            **compile_options):
-    """Compiles fn for maia and compares its result with fn on CPU."""
+                            maia_kernels=True, **compile_options):
+    """Compiles fn for maia and compares its result with fn on CPU; unless
+    maia_kernels is False (a graph of extern kernels only), at least one MAIA
+    kernel must have run, so a graph that silently fell back elsewhere fails."""
+    from maia_inductor.runtime import MaiaCompiledKernel
+
     default_atol, default_rtol = TOLERANCES.get(dtype, (0, 0))
     expected = fn(*args)
+    torch._dynamo.reset()
+    launches = MaiaCompiledKernel.launches
     actual = torch.compile(fn, **compile_options)(*to_maia(args))
+    if maia_kernels:
+        assert MaiaCompiledKernel.launches > launches, "no MAIA kernel ran"
     torch.testing.assert_close(to_cpu(actual), to_cpu(expected),
                                atol=default_atol if atol is None else atol,
                                rtol=default_rtol if rtol is None else rtol, equal_nan=True)

@@ -73,11 +73,23 @@ class TestMemory:
         assert (torch.ones(10, device="maia") + 1).sum().item() == 20.0
 
     def test_record_stream_delays_reuse(self):
+        # The side stream is kept busy, so its read of x runs after the
+        # default stream's next allocation would have been filled, had x's
+        # block been handed out again at `del x`.
         side = torch.maia.Stream()
-        x = torch.ones(1 << 20, device="maia")
+        n = 1 << 20
+        x = torch.ones(n, device="maia")
+        x_block = x.data_ptr()
         with torch.maia.stream(side):
+            busy = torch.ones(1 << 23, device="maia")
+            for _ in range(6):
+                busy.mul_(1.0001)
             y = x * 2
         x.record_stream(side)
         del x
+        reused = torch.empty(n, device="maia")
+        assert reused.data_ptr() != x_block, "x's block was reused while side used it"
+        reused.fill_(5)
         side.synchronize()
-        torch.testing.assert_close(y.cpu(), torch.full((1 << 20,), 2.0))
+        torch.testing.assert_close(y.cpu(), torch.full((n,), 2.0))
+        del busy

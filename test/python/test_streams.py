@@ -54,11 +54,25 @@ class TestStreams:
         assert start.elapsed_time(done) == -done.elapsed_time(start)
 
     def test_synchronize_apis(self):
-        torch.ones(10, device="maia:1")
-        torch.maia.synchronize(1)
-        torch.maia.synchronize()
-        torch.accelerator.synchronize()
-        torch.maia.current_stream().synchronize()
+        # Each API returns only once the work queued before it is done: an
+        # event recorded after a few milliseconds of work has completed.
+        def queue_work(device):
+            x = torch.ones(1 << 22, device=device)
+            for _ in range(4):
+                x.mul_(1.0001)
+            done = torch.maia.Event()
+            done.record(torch.maia.current_stream(device))
+            return done
+
+        apis = [(1, lambda: torch.maia.synchronize(1)),
+                (0, torch.maia.synchronize),
+                (0, torch.accelerator.synchronize),
+                (0, lambda: torch.maia.current_stream().synchronize()),
+                (1, lambda: torch.maia.current_stream(1).synchronize())]
+        for device, synchronize in apis:
+            done = queue_work(f"maia:{device}")
+            synchronize()
+            assert done.query(), f"work on maia:{device} still pending after {synchronize}"
 
     def test_never_recorded_event_is_complete(self):
         e = torch.maia.Event()
