@@ -31,6 +31,30 @@ class TestFallback:
             torch.logcumsumexp(x, 0)
         assert not [w for w in caught if "logcumsumexp" in str(w.message)]
 
+    def test_products_without_a_device_gemm_are_counted(self):
+        # float64 and integer products compute on the host inside the GEMM
+        # operators: the counters must show it, per operator.
+        a64, b64 = torch.randn(5, 6, dtype=torch.float64), torch.randn(6, 4, dtype=torch.float64)
+        ai, bi = torch.randint(-9, 9, (5, 6)), torch.randint(-9, 9, (6, 4))
+        v64 = torch.randn(6, dtype=torch.float64)
+        cases = {
+            "aten::mm": lambda t: t(a64) @ t(b64),
+            "aten::bmm": lambda t: torch.bmm(t(ai)[None], t(bi)[None]),
+            "aten::addmm": lambda t: torch.addmm(t(torch.ones(4, dtype=torch.float64)),
+                                                 t(a64), t(b64)),
+            "aten::addmv": lambda t: torch.mv(t(a64), t(v64)),
+            "aten::dot": lambda t: torch.dot(t(v64), t(v64)),
+        }
+        for name, product in cases.items():
+            torch.maia.reset_fallback_counts()
+            actual = product(lambda x: x.to("maia"))
+            torch.testing.assert_close(actual.cpu(), product(lambda x: x))
+            assert torch.maia.fallback_counts().get(name, 0) >= 1, (name, torch.maia.fallback_counts())
+        a32, b32 = torch.randn(5, 6).to("maia"), torch.randn(6, 4).to("maia")
+        torch.maia.reset_fallback_counts()
+        a32 @ b32
+        assert not torch.maia.fallback_counts(), "a float32 product is native"
+
     def test_autograd_through_fallback(self):
         w = torch.randn(4, 3, requires_grad=True)
         wd = w.detach().maia().requires_grad_()

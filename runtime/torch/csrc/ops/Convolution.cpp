@@ -119,7 +119,8 @@ Tensor deviceConvolution(const Tensor& input, const Tensor& weight, const Tensor
     // column-major per image; the GEMM then computes the transposed product.
     Tensor kernel = wt.narrow(0, g * og, og).reshape({1, og, cg * conv.taps()});
     Tensor image_cols = cols.view({cg * conv.taps(), conv.n, pixels}).permute({1, 0, 2});
-    gemm(kernel, image_cols, out.narrow(1, g * og, og).view({conv.n, og, pixels}), 1.0, beta);
+    gemm(kernel, image_cols, out.narrow(1, g * og, og).view({conv.n, og, pixels}), 1.0, beta,
+         "aten::convolution_overrideable");
   }
   return one_d ? out.squeeze(2) : out;
 }

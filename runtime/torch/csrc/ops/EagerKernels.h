@@ -29,9 +29,9 @@ maiaKernel_t gemmKernel(c10::ScalarType dtype);
 /// out's device (MatMul.cpp). a, m, out are 3-D (batch, rows, cols) or 2-D
 /// (one batch) tensors of any strides; a batch of a or m of size 1
 /// broadcasts. beta == 0 never reads out. Dtypes without a device GEMM are
-/// computed on the host.
+/// computed on the host and counted as host fallbacks of op (fallback_counts).
 void gemm(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out, double alpha,
-          double beta);
+          double beta, const char* op);
 /// Kernel "<op>_<dtype suffix>" of the NN binary (maia_nn_kernels.maiabin,
 /// e.g. "softmax_f32"), cached like eagerKernel(op, dtype).
 maiaKernel_t nnKernel(const char* op, c10::ScalarType dtype);

@@ -10,6 +10,7 @@
 #include "MaiaStream.h"
 #include "gemm_launch.h"
 #include "ops/EagerKernels.h"
+#include "ops/Fallback.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -45,14 +46,14 @@ Tensor& addmmInto(const Tensor& bias, const Tensor& a, const Tensor& m, const at
     at::native::resize_output(out, shape);
     if (beta_value != 0.0) out.copy_(bias.expand(shape));
   }
-  gemm(a, m, out, alpha.toDouble(), beta_value);
+  gemm(a, m, out, alpha.toDouble(), beta_value, "aten::baddbmm");
   return out;
 }
 
 Tensor& mmOut(const Tensor& a, const Tensor& b, Tensor& out) {
   checkOperands("mm", a, b, 2);
   at::native::resize_output(out, {a.size(0), b.size(1)});
-  gemm(a, b, out, 1.0, 0.0);
+  gemm(a, b, out, 1.0, 0.0, "aten::mm");
   return out;
 }
 
@@ -61,7 +62,7 @@ Tensor& bmmOut(const Tensor& a, const Tensor& b, Tensor& out) {
   TORCH_CHECK(a.size(0) == b.size(0), "bmm: batch sizes differ: ", a.size(0), " and ",
               b.size(0));
   at::native::resize_output(out, {a.size(0), a.size(1), b.size(2)});
-  gemm(a, b, out, 1.0, 0.0);
+  gemm(a, b, out, 1.0, 0.0, "aten::bmm");
   return out;
 }
 
@@ -70,7 +71,7 @@ Tensor& addmmOut(const Tensor& bias, const Tensor& a, const Tensor& b, const at:
   checkOperands("addmm", a, b, 2);
   at::native::resize_output(out, {a.size(0), b.size(1)});
   if (beta.toDouble() != 0.0 && !out.is_same(bias)) out.copy_(bias.expand(out.sizes()));
-  gemm(a, b, out, alpha.toDouble(), beta.toDouble());
+  gemm(a, b, out, alpha.toDouble(), beta.toDouble(), "aten::addmm");
   return out;
 }
 
@@ -88,7 +89,7 @@ Tensor& dotOut(const Tensor& a, const Tensor& b, Tensor& out) {
               a.size(0), " and ", b.size(0), " elements respectively");
   checkOperands("dot", a.unsqueeze(0), b.unsqueeze(1), 2);
   at::native::resize_output(out, {});
-  gemm(a.view({1, -1}), b.view({-1, 1}), out.view({1, 1}), 1.0, 0.0);
+  gemm(a.view({1, -1}), b.view({-1, 1}), out.view({1, 1}), 1.0, 0.0, "aten::dot");
   return out;
 }
 
@@ -99,7 +100,8 @@ Tensor& addmvOut(const Tensor& bias, const Tensor& mat, const Tensor& vec,
   checkOperands("addmv", mat, vec.unsqueeze(1), 2);
   at::native::resize_output(out, {mat.size(0)});
   if (beta.toDouble() != 0.0 && !out.is_same(bias)) out.copy_(bias.expand(out.sizes()));
-  gemm(mat, vec.view({-1, 1}), out.view({-1, 1}), alpha.toDouble(), beta.toDouble());
+  gemm(mat, vec.view({-1, 1}), out.view({-1, 1}), alpha.toDouble(), beta.toDouble(),
+       "aten::addmv");
   return out;
 }
 
@@ -175,12 +177,15 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
 
 // 2-D operands pass as rank-3 memrefs (no unsqueezed views: each would
 // cost a dispatch).
-void gemm(const Tensor& a, const Tensor& m, const Tensor& out, double alpha, double beta) {
+void gemm(const Tensor& a, const Tensor& m, const Tensor& out, double alpha, double beta,
+          const char* op) {
   if (out.numel() == 0) return;
   const int64_t batch = out.dim() == 3 ? out.size(0) : 1;
   const int64_t rows = out.size(-2), cols = out.size(-1);
   if (!hasGemmKernel(out.scalar_type())) {
-    // float64 and integer products: no device kernel; computed on the host.
+    // float64 and integer products: no device kernel; computed on the host
+    // and counted as a host fallback of the calling operator.
+    noteHostFallback(op);
     auto batched = [batch](const Tensor& t) {
       Tensor host = t.dim() == 3 ? t.cpu() : t.cpu().unsqueeze(0);
       return host.expand({batch, host.size(1), host.size(2)});
