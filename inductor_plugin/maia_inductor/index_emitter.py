@@ -35,6 +35,7 @@ from torch.utils._sympy.functions import (
     ModularIndexing,
     PythonMod,
     ToFloat,
+    Where,
 )
 
 FLOAT = torch.float64  # the type of float-valued index expressions
@@ -90,6 +91,10 @@ class IndexEmitter:
             return self._fold(expr.args, "arith.maxsi", "arith.maximumf")
         if isinstance(expr, Identity):
             return self.emit(expr.args[0])
+        if isinstance(expr, Where):  # wrapping of negative indices (pad of a roll)
+            cond, then, other = expr.args
+            a, b = self._same_kind(self.emit(then), self.emit(other))
+            return self.kernel.select(self.buffer, self._condition(cond), a, b)
         if isinstance(expr, ToFloat):
             return self._float(self.emit(expr.args[0]))
         if isinstance(expr, (FloatTrueDiv, IntTrueDiv)):  # Python's / on floats or ints
@@ -103,6 +108,24 @@ class IndexEmitter:
         if value.mdtype == FLOAT:
             return value
         return self.kernel.convert(value, FLOAT, self.buffer)
+
+    def _condition(self, cond):
+        """A sympy relation as an i1 value."""
+        preds = {sympy.StrictLessThan: ("slt", "olt"), sympy.LessThan: ("sle", "ole"),
+                 sympy.StrictGreaterThan: ("sgt", "ogt"), sympy.GreaterThan: ("sge", "oge"),
+                 sympy.Equality: ("eq", "oeq"), sympy.Unequality: ("ne", "une")}
+        if type(cond) not in preds:
+            raise NotImplementedError(f"maia: cannot print the index condition {cond}")
+        a, b = self._same_kind(self.emit(cond.lhs), self.emit(cond.rhs))
+        int_pred, float_pred = preds[type(cond)]
+        return self.kernel.compare(self.buffer, float_pred if a.mdtype == FLOAT else int_pred,
+                                   a, b)
+
+    def _same_kind(self, a, b):
+        """Both index, or both f64 when either is a float."""
+        if FLOAT in (a.mdtype, b.mdtype):
+            return self._float(a), self._float(b)
+        return a, b
 
     def _fold(self, args, int_op, float_op=None):
         values = [self.emit(arg) for arg in args]

@@ -1,5 +1,5 @@
 """Index expressions of dynamic sizes that kernels print: float scalars
-computed from sizes, and torch's Mod (roll).
+computed from sizes, torch's Mod (roll) and Where (pad of a roll).
 
 When a graph is recompiled with dynamic shapes (automatic dynamic: the same
 function called with a second shape), Python arithmetic on sizes becomes
@@ -52,4 +52,16 @@ def test_roll_with_dynamic_sizes(shift, dim):
     compiled = torch.compile(fn, dynamic=True)
     for shape in SHAPES:
         x = torch.randn(shape)
+        torch.testing.assert_close(compiled(x.to("maia")).cpu(), fn(x))
+
+
+@pytest.mark.parametrize("shift", [5, -2])
+def test_pad_of_roll_with_dynamic_sizes(shift):
+    # Padding a rolled 1-D tensor indexes through Where(i < 0, ks0 + i, i).
+    def fn(x):
+        return torch.nn.functional.pad(torch.roll(x, shift, 0), (2, 1), value=0)
+
+    compiled = torch.compile(fn, dynamic=True)
+    for n in (100, 7, 33):
+        x = torch.randn(n)
         torch.testing.assert_close(compiled(x.to("maia")).cpu(), fn(x))
