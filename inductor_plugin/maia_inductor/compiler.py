@@ -315,10 +315,13 @@ def cache_dir() -> Path:
     return Path(inductor_cache_dir()) / "maia"
 
 
-def compile_options() -> dict:
+def compile_settings() -> dict:
+    """The configuration a compile uses, read where the compile is asked
+    for: values set with config.patch hold for the thread that set them, and
+    kernels compile on MaiaAsyncCompile's threads."""
     from . import config
 
-    return {"opt_level": config.opt_level}
+    return {"options": {"opt_level": config.opt_level}, "dump_dir": config.dump_dir}
 
 
 def cache_key(source: str, options: dict) -> str:
@@ -327,10 +330,12 @@ def cache_key(source: str, options: dict) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
-def compile_to_binary(name: str, source: str) -> Path:
+def compile_to_binary(name: str, source: str, settings: dict | None = None) -> Path:
     """The cached binary of kernel name (source is its MLIR), compiled if
-    needed. Errors name the kernel and keep the MLIR that failed."""
-    options = compile_options()
+    needed, with settings from compile_settings() (read now by default).
+    Errors name the kernel and keep the MLIR that failed."""
+    settings = settings or compile_settings()
+    options = settings["options"]
     key = cache_key(source, options)
     directory = cache_dir() / key[:2]
     binary = directory / f"{key}.maiabin"
@@ -347,16 +352,14 @@ def compile_to_binary(name: str, source: str) -> Path:
                     raise MaiaCompileError(
                         f"maia-compile failed on the fused group {name} (MLIR kept in {kept}):\n"
                         f"{reply.get('diagnostics') or reply.get('error')}")
-    _dump(name, source, binary)
+    _dump(name, source, binary, settings["dump_dir"])
     return binary
 
 
-def _dump(name: str, source: str, binary: Path) -> None:
-    from . import config
-
-    if not config.dump_dir:
+def _dump(name: str, source: str, binary: Path, dump_dir: str) -> None:
+    if not dump_dir:
         return
-    target = Path(config.dump_dir)
+    target = Path(dump_dir)
     target.mkdir(parents=True, exist_ok=True)
     (target / f"{name}.mlir").write_text(source)
     shutil.copyfile(binary, target / f"{name}.maiabin")

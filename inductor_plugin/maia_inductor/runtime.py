@@ -84,7 +84,10 @@ class MaiaAsyncCompile:
         return cls._executor
 
     def kernel(self, name: str, source: str) -> Future:
-        return self.executor().submit(_load, name, source)
+        from .compiler import compile_settings
+
+        # Read here: config.patch values hold for this thread only.
+        return self.executor().submit(_load, name, source, compile_settings())
 
     def wait(self, scope: dict) -> None:
         for key, value in list(scope.items()):
@@ -92,7 +95,7 @@ class MaiaAsyncCompile:
                 scope[key] = value.result()
 
 
-def _load(name: str, source: str) -> MaiaCompiledKernel:
+def _load(name: str, source: str, settings: dict) -> MaiaCompiledKernel:
     from .compiler import compile_to_binary
 
-    return MaiaCompiledKernel(name, str(compile_to_binary(name, source)))
+    return MaiaCompiledKernel(name, str(compile_to_binary(name, source, settings)))

@@ -66,6 +66,18 @@ def test_dump_dir_receives_mlir_and_binaries(tmp_path):
     assert any(n.endswith(".maiabin") for n in names), names
 
 
+def test_config_patch_reaches_the_compile_threads(tmp_path):
+    # config.patch holds for the calling thread only; kernels compile on
+    # other threads, so the settings must be read where the compile is asked.
+    import maia_inductor.config as maia_config
+
+    with maia_config.patch(dump_dir=str(tmp_path)):
+        assert_compiled_matches(lambda x: x.cos() * 3, torch.randn(16, 7))
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert any(n.endswith(".mlir") for n in names), names
+    assert any(n.endswith(".maiabin") for n in names), names
+
+
 def test_warm_start_hits_the_caches(tmp_path):
     script = ("import torch\n"
               "from torch._dynamo.utils import counters\n"
