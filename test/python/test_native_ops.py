@@ -87,3 +87,53 @@ class TestRandom:
             x.uniform_(2, 1)
         with pytest.raises(RuntimeError, match="std"):
             x.normal_(0, -1)
+
+
+ALL_DTYPES = FLOATS + [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+                       torch.bool]
+
+
+def sample(shape, dtype):
+    """A CPU tensor of dtype with nonzero entries (so zeroing is visible)."""
+    if dtype == torch.bool:
+        return torch.ones(shape, dtype=dtype)
+    return torch.randint(1, 100, shape).to(dtype)
+
+
+class TestTriangular:
+    @pytest.mark.parametrize("dtype", ALL_DTYPES)
+    @pytest.mark.parametrize("op", ["tril", "triu"])
+    def test_functional_batched_diagonals(self, op, dtype):
+        x = sample((3, 2, 5, 7), dtype)
+        with no_fallback(op):
+            for diagonal in [-8, -2, 0, 1, 3, 9]:
+                actual = getattr(torch, op)(x.to("maia"), diagonal)
+                torch.testing.assert_close(actual.cpu(), getattr(torch, op)(x, diagonal))
+
+    @pytest.mark.parametrize("op", ["tril", "triu"])
+    def test_in_place_and_out(self, op):
+        x = sample((4, 6, 6), torch.float32)
+        with no_fallback(op, op + "_"):
+            y = x.to("maia")
+            getattr(y, op + "_")(1)
+            torch.testing.assert_close(y.cpu(), getattr(torch, op)(x, 1))
+            # A strided (transposed) tensor in place, and a strided input.
+            t = x.to("maia").transpose(1, 2)
+            getattr(t, op + "_")(-1)
+            torch.testing.assert_close(t.cpu(), getattr(torch, op)(x.transpose(1, 2), -1))
+            out = torch.empty(0, device="maia")
+            getattr(torch, op)(x.to("maia")[:, ::2], out=out)
+            torch.testing.assert_close(out.cpu(), getattr(torch, op)(x[:, ::2]))
+
+    def test_causal_mask_and_backward(self):
+        with no_fallback("tril", "triu"):
+            mask = torch.tril(torch.ones(8, 8, dtype=torch.bool, device="maia"))
+            x = torch.randn(8, 8, device="maia", requires_grad=True)
+            x.triu(1).sum().backward()
+        torch.testing.assert_close(mask.cpu(), torch.tril(torch.ones(8, 8, dtype=torch.bool)))
+        torch.testing.assert_close(x.grad.cpu(), torch.ones(8, 8).triu(1))
+
+    def test_errors_and_empty(self):
+        with pytest.raises(RuntimeError, match="at least 2 dimensions"):
+            torch.tril(torch.ones(3, device="maia"))
+        assert torch.triu(torch.ones(0, 4, device="maia")).shape == (0, 4)
