@@ -1,0 +1,123 @@
+"""Runs a program compiled on maia and eagerly on CPU, and compares.
+
+Outcome.status: "pass", "mismatch" (wrong values, shapes or dtypes),
+"error" (compiling or running on maia raised), "invalid" (eager CPU raised:
+not a program the fuzzer should produce).
+
+float16/bfloat16 leniency: eager CPU rounds every intermediate to the
+storage type, a fused kernel computes its chain in float32 and rounds at
+the graph's conversions only. So a low-precision output also passes when
+it is close to the same program run on inputs upcast to float32 (the
+result cast back): a kernel that is right up to where it rounds passes
+one of the two, a wrong kernel neither.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import pathlib
+import re
+import warnings
+
+import torch
+
+_SUPPORT = pathlib.Path(__file__).resolve().parents[2] / "test" / "inductor" / "compile_support.py"
+
+
+def _tolerances():
+    """The test suite's per-dtype tolerances (one source of truth)."""
+    spec = importlib.util.spec_from_file_location("maia_compile_support", _SUPPORT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.TOLERANCES
+
+
+TOLERANCES = _tolerances()
+LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+@dataclasses.dataclass
+class Outcome:
+    status: str
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "pass"
+
+    def signature(self) -> str:
+        """What groups failures of one cause: the status and the first line
+        of the message without numbers and names of values."""
+        first = self.message.splitlines()[0] if self.message else ""
+        first = re.sub(r"\b(v|a|s|ks|tmp|buf)\d+\b", "#", first)
+        first = re.sub(r"\b\d+(\.\d+)?(e[+-]?\d+)?\b", "N", first)
+        return f"{self.status}: {first[:160]}"
+
+
+def run(program) -> Outcome:
+    torch._dynamo.reset()
+    try:
+        module = program.load()
+    except Exception as e:  # the generator printed bad source
+        return Outcome("invalid", f"{type(e).__name__}: {e}")
+    compiled = torch.compile(module.fn, dynamic=program.compile_dynamic)
+    for call, sizes in enumerate(program.size_sets()):
+        try:
+            args = module.make_inputs(**sizes)
+            with warnings.catch_warnings():  # var of one element is NaN, and says so
+                warnings.simplefilter("ignore")
+                expected = module.fn(*args)
+        except Exception as e:
+            return Outcome("invalid", f"eager CPU: {type(e).__name__}: {e}")
+        try:
+            actual = compiled(*[a.to("maia") for a in args])
+            actual = [t.cpu() for t in actual]
+        except Exception as e:
+            return Outcome("error", f"{type(e).__name__}: {_first_lines(str(e))}")
+        for i, (got, want) in enumerate(zip(actual, expected)):
+            problem = _compare(got, want, _loosest(program, want.dtype),
+                               lambda: _upcast_output(module.fn, args, i, want.dtype))
+            if problem:
+                return Outcome("mismatch", f"call {call} ({sizes}), output {program.outputs[i]}: "
+                               f"{problem}")
+    return Outcome("pass")
+
+
+def _loosest(program, dtype):
+    """The tolerance of the least precise float a value may have passed
+    through: an output of float32 computed from bfloat16 inputs (or casts)
+    carries their rounding."""
+    dtypes = {dtype} | {i.dtype for i in program.inputs}
+    dtypes |= {d for d in LOW_PRECISION if any(str(d) in op.expr for op in program.ops)}
+    if dtype not in TOLERANCES:  # integers and bools compare exactly
+        return 0, 0
+    return max(TOLERANCES.get(d, (0, 0)) for d in dtypes)
+
+
+def _compare(got, want, tolerance, upcast_reference):
+    atol, rtol = tolerance
+    try:
+        torch.testing.assert_close(got, want, atol=atol, rtol=rtol, equal_nan=True)
+        return None
+    except AssertionError as e:
+        problem = _first_lines(str(e), 6)
+    if tolerance != TOLERANCES[torch.float32] and got.shape == want.shape and \
+            got.dtype == want.dtype:
+        try:
+            torch.testing.assert_close(got, upcast_reference(), atol=atol, rtol=rtol,
+                                       equal_nan=True)
+            return None
+        except AssertionError:
+            pass
+    return problem
+
+
+def _upcast_output(fn, args, i, dtype):
+    upcast = [a.float() if a.dtype in LOW_PRECISION else a for a in args]
+    return fn(*upcast)[i].to(dtype)
+
+
+def _first_lines(text: str, n: int = 3) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return "\n".join(lines[:n])
