@@ -10,7 +10,11 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
+#include "mlir/IR/ImplicitLocOpBuilder.h"
+#include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+#include <limits>
 
 namespace mlir::maia {
 #define GEN_PASS_DEF_MAIAAPPROXIMATEMATH
@@ -21,17 +25,398 @@ using namespace mlir;
 
 namespace {
 
+/// Marks a math op emitted by the patterns below that must be left to the
+/// upstream approximation (its input is already range reduced).
+constexpr llvm::StringLiteral kReducedAttr = "maia.reduced";
+
+/// f32 or a fixed-length vector of f32.
+bool isF32Like(Type type) {
+  if (auto vector = dyn_cast<VectorType>(type))
+    return !vector.isScalable() && vector.getElementType().isF32();
+  return type.isF32();
+}
+
+bool isHalfLike(Type type) {
+  Type element = type;
+  if (auto vector = dyn_cast<VectorType>(type)) {
+    if (vector.isScalable())
+      return false;
+    element = vector.getElementType();
+  }
+  return element.isF16() || element.isBF16();
+}
+
+/// Builds float arithmetic on one f32 shape (scalar or vector).
+struct FloatBuilder {
+  ImplicitLocOpBuilder &b;
+  Type type;
+
+  Type boolType() const {
+    if (auto vector = dyn_cast<VectorType>(type))
+      return VectorType::get(vector.getShape(), b.getI1Type());
+    return b.getI1Type();
+  }
+  Value c(double value) {
+    auto attr = b.getF32FloatAttr(static_cast<float>(value));
+    if (auto vector = dyn_cast<VectorType>(type))
+      return b.create<arith::ConstantOp>(DenseElementsAttr::get(vector, attr));
+    return b.create<arith::ConstantOp>(attr);
+  }
+  Value add(Value x, Value y) { return b.create<arith::AddFOp>(x, y); }
+  Value sub(Value x, Value y) { return b.create<arith::SubFOp>(x, y); }
+  Value mul(Value x, Value y) { return b.create<arith::MulFOp>(x, y); }
+  Value div(Value x, Value y) { return b.create<arith::DivFOp>(x, y); }
+  Value fma(Value x, Value y, Value z) { return b.create<math::FmaOp>(x, y, z); }
+  Value abs(Value x) { return b.create<math::AbsFOp>(x); }
+  Value sqrt(Value x) { return b.create<math::SqrtOp>(x); }
+  Value copysign(Value x, Value sign) {
+    return b.create<math::CopySignOp>(x, sign);
+  }
+  Value cmp(arith::CmpFPredicate predicate, Value x, Value y) {
+    return b.create<arith::CmpFOp>(predicate, x, y);
+  }
+  Value lt(Value x, double y) { return cmp(arith::CmpFPredicate::OLT, x, c(y)); }
+  Value gt(Value x, double y) { return cmp(arith::CmpFPredicate::OGT, x, c(y)); }
+  Value select(Value condition, Value x, Value y) {
+    return b.create<arith::SelectOp>(condition, x, y);
+  }
+  Value both(Value x, Value y) { return b.create<arith::AndIOp>(x, y); }
+  Value signbit(Value x) { // true for -0 and negative NaN too
+    return lt(copysign(c(1.0), x), 0.0);
+  }
+  /// Horner, coefficients from the highest degree down.
+  Value poly(Value x, ArrayRef<double> coefficients) {
+    Value acc = c(coefficients.front());
+    for (double coefficient : coefficients.drop_front())
+      acc = fma(acc, x, c(coefficient));
+    return acc;
+  }
+  template <typename Op> Value reduced(Value x) {
+    auto op = b.create<Op>(x);
+    op->setAttr(kReducedAttr, b.getUnitAttr());
+    return op;
+  }
+  // These go through the patterns below (and then upstream).
+  Value exp(Value x) { return b.create<math::ExpOp>(x); }
+  Value expm1(Value x) { return b.create<math::ExpM1Op>(x); }
+  Value log(Value x) { return b.create<math::LogOp>(x); }
+  Value log1p(Value x) { return b.create<math::Log1pOp>(x); }
+};
+
+constexpr double kPi = 3.14159265358979323846;
+constexpr double kLn2 = 0.69314718055994530942;
+// pi/2 and pi as the nearest float plus the rest.
+constexpr double kPio2Hi = 1.57079637050628662109375;
+constexpr double kPio2Lo = kPi / 2 - kPio2Hi;
+constexpr double kPiHi = 3.1415927410125732421875;
+constexpr double kPiLo = kPi - kPiHi;
+
+/// A pattern for one f32 op: `build` computes the result from the operands.
+template <typename Op>
+struct F32Pattern : public OpRewritePattern<Op> {
+  using Build = Value (*)(FloatBuilder &, ValueRange);
+  F32Pattern(MLIRContext *context, Build build)
+      : OpRewritePattern<Op>(context, /*benefit=*/10), build(build) {}
+
+  LogicalResult matchAndRewrite(Op op,
+                                PatternRewriter &rewriter) const override {
+    if (op->hasAttr(kReducedAttr) || op->getNumResults() != 1 ||
+        !isF32Like(op->getResult(0).getType()))
+      return rewriter.notifyMatchFailure(op, "not an f32 op to approximate");
+    for (Value operand : op->getOperands())
+      if (operand.getType() != op->getResult(0).getType())
+        return rewriter.notifyMatchFailure(op, "mixed operand types");
+    ImplicitLocOpBuilder b(op->getLoc(), rewriter);
+    FloatBuilder f{b, op->getResult(0).getType()};
+    rewriter.replaceOp(op, build(f, op->getOperands()));
+    return success();
+  }
+  Build build;
+};
+
+/// asin on [0, 0.5] as s + s*z*P(z), z = s*s (Cephes asinf).
+Value asinKernel(FloatBuilder &f, Value s, Value z) {
+  Value p = f.poly(z, {4.2163199048E-2, 2.4181311049E-2, 4.5470025998E-2,
+                       7.4953002686E-2, 1.6666752422E-1});
+  return f.fma(f.mul(p, z), s, s);
+}
+
+// asin(x): |x| > 1/2 through asin(x) = pi/2 - 2 asin(sqrt((1 - x)/2)).
+Value buildAsin(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value a = f.abs(x);
+  Value big = f.gt(a, 0.5);
+  Value z = f.select(big, f.mul(f.c(0.5), f.sub(f.c(1.0), a)), f.mul(a, a));
+  Value s = f.select(big, f.sqrt(z), a); // NaN beyond 1
+  Value p = asinKernel(f, s, z);
+  Value reflected =
+      f.add(f.sub(f.c(kPio2Hi), f.add(p, p)), f.c(kPio2Lo));
+  return f.copysign(f.select(big, reflected, p), x);
+}
+
+Value buildAcos(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value a = f.abs(x);
+  Value big = f.gt(a, 0.5);
+  Value negative = f.lt(x, 0.0);
+  Value z = f.select(big, f.mul(f.c(0.5), f.sub(f.c(1.0), a)), f.mul(x, x));
+  Value s = f.select(big, f.sqrt(z), x);
+  Value p = asinKernel(f, s, z);
+  Value twice = f.add(p, p);
+  Value nearMinusOne = f.add(f.sub(f.c(kPiHi), twice), f.c(kPiLo));
+  Value middle = f.add(f.sub(f.c(kPio2Hi), p), f.c(kPio2Lo));
+  return f.select(big, f.select(negative, nearMinusOne, twice), middle);
+}
+
+/// atan(|x|) for a = |x| >= 0 (Cephes atanf: reduced to |t| <= tan(pi/8)).
+Value atanOfAbs(FloatBuilder &f, Value a) {
+  Value beyond = f.gt(a, 2.414213562373095);
+  Value middle = f.gt(a, 0.4142135623730950);
+  Value t = f.select(
+      beyond, f.div(f.c(-1.0), a),
+      f.select(middle, f.div(f.sub(a, f.c(1.0)), f.add(a, f.c(1.0))), a));
+  // pi/2 or pi/4 as the nearest float plus the rest.
+  Value offset = f.select(beyond, f.c(kPio2Hi),
+                          f.select(middle, f.c(kPio2Hi / 2), f.c(0.0)));
+  Value offsetLo = f.select(beyond, f.c(kPio2Lo),
+                            f.select(middle, f.c(kPio2Lo / 2), f.c(0.0)));
+  Value z = f.mul(t, t);
+  Value p = f.poly(z, {8.05374449538e-2, -1.38776856032E-1, 1.99777106478E-1,
+                       -3.33329491539E-1});
+  return f.add(offset, f.add(f.fma(f.mul(p, z), t, t), offsetLo));
+}
+
+Value buildAtan(FloatBuilder &f, ValueRange operands) {
+  return f.copysign(atanOfAbs(f, f.abs(operands[0])), operands[0]);
+}
+
+// atan2(y, x) = atan(y / x), moved to the quadrant of (x, y); zeros and
+// infinities as in C.
+Value buildAtan2(FloatBuilder &f, ValueRange operands) {
+  Value y = operands[0], x = operands[1];
+  Value q = f.div(y, x);
+  Value r = f.copysign(atanOfAbs(f, f.abs(q)), q);
+  Value xNegative = f.signbit(x);
+  Value turned = f.add(f.add(r, f.copysign(f.c(kPiLo), y)),
+                       f.copysign(f.c(kPiHi), y));
+  r = f.select(xNegative, turned, r);
+  Value zeros = f.both(f.cmp(arith::CmpFPredicate::OEQ, y, f.c(0.0)),
+                      f.cmp(arith::CmpFPredicate::OEQ, x, f.c(0.0)));
+  r = f.select(zeros, f.select(xNegative, f.copysign(f.c(kPi), y), y), r);
+  Value inf = f.c(std::numeric_limits<double>::infinity());
+  Value infinities = f.both(f.cmp(arith::CmpFPredicate::OEQ, f.abs(y), inf),
+                           f.cmp(arith::CmpFPredicate::OEQ, f.abs(x), inf));
+  Value corner = f.select(xNegative, f.c(3 * kPi / 4), f.c(kPi / 4));
+  return f.select(infinities, f.copysign(corner, y), r);
+}
+
+// sinh: expm1 below 1 (no cancellation), exp above, exp(x/2)^2 where exp(x)
+// alone would overflow.
+Value buildSinh(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value a = f.abs(x);
+  Value m = f.expm1(a);
+  Value small = f.mul(f.c(0.5), f.add(m, f.div(m, f.add(m, f.c(1.0)))));
+  Value e = f.exp(a);
+  Value middle = f.sub(f.mul(f.c(0.5), e), f.div(f.c(0.5), e));
+  Value h = f.exp(f.mul(f.c(0.5), a));
+  Value large = f.mul(f.mul(f.c(0.5), h), h);
+  Value r = f.select(f.lt(a, 1.0), small, f.select(f.gt(a, 88.0), large, middle));
+  return f.copysign(r, x);
+}
+
+Value buildCosh(FloatBuilder &f, ValueRange operands) {
+  Value a = f.abs(operands[0]);
+  Value e = f.exp(a);
+  Value middle = f.add(f.mul(f.c(0.5), e), f.div(f.c(0.5), e));
+  Value h = f.exp(f.mul(f.c(0.5), a));
+  Value large = f.mul(f.mul(f.c(0.5), h), h);
+  return f.select(f.gt(a, 88.0), large, middle);
+}
+
+Value buildTan(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  return f.div(f.b.create<math::SinOp>(x), f.b.create<math::CosOp>(x));
+}
+
+// asinh (fdlibm): log1p(a + a^2 / (1 + sqrt(1 + a^2))) below 2,
+// log(2a + 1 / (a + sqrt(a^2 + 1))) below 2^12, log(a) + log(2) above.
+Value buildAsinh(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value a = f.abs(x);
+  Value a2 = f.mul(a, a);
+  Value root = f.sqrt(f.add(a2, f.c(1.0)));
+  Value small = f.log1p(f.add(a, f.div(a2, f.add(f.c(1.0), root))));
+  Value middle =
+      f.log(f.add(f.add(a, a), f.div(f.c(1.0), f.add(a, root))));
+  Value large = f.add(f.log(a), f.c(kLn2));
+  Value r = f.select(f.lt(a, 2.0), small,
+                     f.select(f.gt(a, 4096.0), large, middle));
+  return f.copysign(r, x);
+}
+
+Value buildAcosh(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value t = f.sub(x, f.c(1.0));
+  Value small = f.log1p(f.add(t, f.sqrt(f.fma(t, t, f.add(t, t)))));
+  Value middle = f.log(f.sub(
+      f.add(x, x),
+      f.div(f.c(1.0), f.add(x, f.sqrt(f.fma(x, x, f.c(-1.0)))))));
+  Value large = f.add(f.log(x), f.c(kLn2));
+  Value r =
+      f.select(f.lt(x, 2.0), small, f.select(f.gt(x, 4096.0), large, middle));
+  return f.select(f.lt(x, 1.0), f.c(std::numeric_limits<double>::quiet_NaN()),
+                  r);
+}
+
+// atanh(a) = log1p(2a / (1 - a)) / 2 = log1p(2a + 2a^2 / (1 - a)) / 2.
+Value buildAtanh(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value a = f.abs(x);
+  Value twice = f.add(a, a);
+  Value r = f.mul(f.c(0.5), f.log1p(f.add(
+                                twice, f.div(f.mul(twice, a),
+                                             f.sub(f.c(1.0), a)))));
+  r = f.select(f.gt(a, 1.0), f.c(std::numeric_limits<double>::quiet_NaN()), r);
+  return f.copysign(r, x);
+}
+
+// exp(x) below log(FLT_MIN): upstream flushes to 0 instead of a subnormal;
+// near log(FLT_MAX) it loses 5 ulp. There exp(x) = exp(x -+ C) * 2^+-32 *
+// exp(+-(C - 32 log(2))), C a multiple of 2^-17 near 32 log(2) (so x -+ C is
+// exact for |x| in [64, 128]).
+Value buildExp(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value low = f.lt(x, -87.0), high = f.gt(x, 80.0);
+  constexpr double kShift = 22.180709838867188;
+  Value shift = f.select(low, f.c(kShift),
+                         f.select(high, f.c(-kShift), f.c(0.0)));
+  Value scale = f.select(low, f.c(2.3283062946308952e-10),
+                         f.select(high, f.c(4294967557.773705), f.c(1.0)));
+  Value e = f.reduced<math::ExpOp>(f.add(x, shift));
+  return f.mul(e, scale);
+}
+
+// expm1(x) is exp(x) in float above 20 (upstream's expm1 loses an ulp
+// near overflow).
+Value buildExpm1(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  return f.select(f.gt(x, 20.0), f.exp(x), f.reduced<math::ExpM1Op>(x));
+}
+
+// log of a subnormal: upstream reads its exponent as -126; scale it by
+// 2^24 first.
+template <typename Op>
+Value buildScaledLog(FloatBuilder &f, Value x, double log2Scale) {
+  Value tiny = f.lt(x, 1.17549435e-38);
+  Value l = f.reduced<Op>(f.select(tiny, f.mul(x, f.c(16777216.0)), x));
+  return f.select(tiny, f.sub(l, f.c(log2Scale)), l);
+}
+Value buildLog(FloatBuilder &f, ValueRange operands) {
+  return buildScaledLog<math::LogOp>(f, operands[0], 24 * kLn2);
+}
+Value buildLog2(FloatBuilder &f, ValueRange operands) {
+  return buildScaledLog<math::Log2Op>(f, operands[0], 24.0);
+}
+Value buildLog10(FloatBuilder &f, ValueRange operands) {
+  return buildScaledLog<math::Log10Op>(f, operands[0],
+                                       24 * 0.30102999566398119521);
+}
+
+/// f16/bf16 ops that have an f32 pattern above compute in f32.
+struct WidenHalf : public RewritePattern {
+  WidenHalf(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/10, context) {}
+
+  static bool handled(Operation *op) {
+    return isa<math::AsinOp, math::AcosOp, math::AtanOp, math::Atan2Op,
+               math::SinhOp, math::CoshOp, math::TanOp, math::AsinhOp,
+               math::AcoshOp, math::AtanhOp>(op);
+  }
+
+  LogicalResult matchAndRewrite(Operation *op,
+                                PatternRewriter &rewriter) const override {
+    if (!handled(op) || op->getNumResults() != 1 ||
+        !isHalfLike(op->getResult(0).getType()))
+      return failure();
+    Type type = op->getResult(0).getType();
+    for (Value operand : op->getOperands())
+      if (operand.getType() != type)
+        return failure();
+    Type wide = rewriter.getF32Type();
+    if (auto vector = dyn_cast<VectorType>(type))
+      wide = VectorType::get(vector.getShape(), wide);
+    SmallVector<Value> operands;
+    for (Value operand : op->getOperands())
+      operands.push_back(
+          rewriter.create<arith::ExtFOp>(op->getLoc(), wide, operand));
+    OperationState state(op->getLoc(), op->getName(), operands, {wide},
+                         op->getAttrs());
+    Operation *widened = rewriter.create(state);
+    rewriter.replaceOpWithNewOp<arith::TruncFOp>(op, type,
+                                                 widened->getResult(0));
+    return success();
+  }
+};
+
+void populateMaiaMathPatterns(RewritePatternSet &patterns) {
+  MLIRContext *context = patterns.getContext();
+  patterns.add<WidenHalf>(context);
+  patterns.add<F32Pattern<math::AsinOp>>(context, buildAsin);
+  patterns.add<F32Pattern<math::AcosOp>>(context, buildAcos);
+  patterns.add<F32Pattern<math::AtanOp>>(context, buildAtan);
+  patterns.add<F32Pattern<math::Atan2Op>>(context, buildAtan2);
+  patterns.add<F32Pattern<math::SinhOp>>(context, buildSinh);
+  patterns.add<F32Pattern<math::CoshOp>>(context, buildCosh);
+  patterns.add<F32Pattern<math::TanOp>>(context, buildTan);
+  patterns.add<F32Pattern<math::AsinhOp>>(context, buildAsinh);
+  patterns.add<F32Pattern<math::AcoshOp>>(context, buildAcosh);
+  patterns.add<F32Pattern<math::AtanhOp>>(context, buildAtanh);
+  patterns.add<F32Pattern<math::ExpOp>>(context, buildExp);
+  patterns.add<F32Pattern<math::ExpM1Op>>(context, buildExpm1);
+  patterns.add<F32Pattern<math::LogOp>>(context, buildLog);
+  patterns.add<F32Pattern<math::Log2Op>>(context, buildLog2);
+  patterns.add<F32Pattern<math::Log10Op>>(context, buildLog10);
+}
+
 struct ApproximateMathPass
     : public maia::impl::MaiaApproximateMathBase<ApproximateMathPass> {
   void runOnOperation() override {
-    RewritePatternSet patterns(&getContext());
-    populateMathAlgebraicSimplificationPatterns(patterns);
-    populateMathPolynomialApproximationPatterns(patterns);
+    // First maia's own approximations and range reductions (they emit
+    // exp/log/sin/... for upstream, marked where already reduced), then
+    // upstream's polynomials.
+    RewritePatternSet maiaPatterns(&getContext());
+    populateMaiaMathPatterns(maiaPatterns);
     if (failed(applyPatternsAndFoldGreedily(getOperation(),
-                                            std::move(patterns)))) {
+                                            std::move(maiaPatterns)))) {
       getOperation()->emitError("math approximation did not converge");
       return signalPassFailure();
     }
+    // Upstream's patterns build invalid IR for tensors (an f32 constant
+    // fma'd with a tensor): give them only math ops on scalars and vectors
+    // (and what they create).
+    SmallVector<Operation *> mathOps;
+    getOperation()->walk([&](Operation *op) {
+      if (!isa<math::MathDialect>(op->getDialect()))
+        return;
+      auto shaped = [](Type type) {
+        return isa<ShapedType>(type) && !isa<VectorType>(type);
+      };
+      if (llvm::any_of(op->getOperandTypes(), shaped) ||
+          llvm::any_of(op->getResultTypes(), shaped))
+        return;
+      mathOps.push_back(op);
+    });
+    RewritePatternSet patterns(&getContext());
+    populateMathAlgebraicSimplificationPatterns(patterns);
+    populateMathPolynomialApproximationPatterns(patterns);
+    GreedyRewriteConfig config;
+    config.strictMode = GreedyRewriteStrictness::ExistingAndNewOps;
+    if (failed(applyOpPatternsAndFold(mathOps, std::move(patterns), config))) {
+      getOperation()->emitError("math approximation did not converge");
+      return signalPassFailure();
+    }
+    getOperation()->walk([](Operation *op) { op->removeAttr(kReducedAttr); });
     warnAboutScalarizedMath();
   }
 

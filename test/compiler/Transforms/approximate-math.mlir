@@ -40,6 +40,84 @@ func.func @half(%x: vector<8xf16>) -> vector<8xf16> {
   return %e : vector<8xf16>
 }
 
+// maia's own approximations: hyperbolic and inverse functions that upstream
+// leaves (they would not lower to LLVM), and asin/acos/atan/atan2 more
+// accurate than upstream's; none of them is left as a math op.
+// CHECK-LABEL: func.func @maia_approximations
+// CHECK-NOT: math.sinh
+// CHECK-NOT: math.cosh
+// CHECK-NOT: math.tan
+// CHECK-NOT: math.asinh
+// CHECK-NOT: math.acosh
+// CHECK-NOT: math.atanh
+// CHECK-NOT: math.asin
+// CHECK-NOT: math.acos
+// CHECK-NOT: math.atan
+// CHECK-NOT: math.exp
+// CHECK-NOT: math.log
+// CHECK-NOT: math.sin
+// CHECK-NOT: math.cos
+// CHECK-NOT: maia.reduced
+// CHECK: return
+func.func @maia_approximations(%x: vector<16xf32>, %y: vector<16xf32>) -> vector<16xf32> {
+  %0 = math.sinh %x : vector<16xf32>
+  %1 = math.cosh %0 : vector<16xf32>
+  %2 = math.tan %1 : vector<16xf32>
+  %3 = math.asinh %2 : vector<16xf32>
+  %4 = math.acosh %3 : vector<16xf32>
+  %5 = math.atanh %4 : vector<16xf32>
+  %6 = math.asin %5 : vector<16xf32>
+  %7 = math.acos %6 : vector<16xf32>
+  %8 = math.atan %7 : vector<16xf32>
+  %9 = math.atan2 %8, %y : vector<16xf32>
+  return %9 : vector<16xf32>
+}
+
+// asin: |x| > 1/2 through sqrt((1 - |x|)/2) (accurate up to +-1).
+// CHECK-LABEL: func.func @asin_scalar
+// CHECK: arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
+// CHECK: math.sqrt {{.*}} : f32
+// CHECK: math.copysign
+// CHECK-NOT: math.asin
+func.func @asin_scalar(%x: f32) -> f32 {
+  %0 = math.asin %x : f32
+  return %0 : f32
+}
+
+// exp and log of subnormals: exp shifts its argument by a multiple of
+// 2^-17 near 32 log(2); log scales subnormals by 2^24.
+// CHECK-LABEL: func.func @subnormal_exp_log
+// CHECK-DAG: arith.constant dense<22.1807098> : vector<16xf32>
+// CHECK-DAG: arith.constant dense<0x4B800000> : vector<16xf32>
+// CHECK-NOT: math.exp
+// CHECK-NOT: math.log
+// CHECK: return
+func.func @subnormal_exp_log(%x: vector<16xf32>) -> (vector<16xf32>, vector<16xf32>) {
+  %e = math.exp %x : vector<16xf32>
+  %l = math.log %x : vector<16xf32>
+  return %e, %l : vector<16xf32>, vector<16xf32>
+}
+
+// f16 and bf16 compute maia's approximations in f32.
+// CHECK-LABEL: func.func @half_sinh
+// CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK-NOT: math.sinh
+// CHECK: arith.truncf {{.*}} : vector<8xf32> to vector<8xbf16>
+func.func @half_sinh(%x: vector<8xbf16>) -> vector<8xbf16> {
+  %0 = math.sinh %x : vector<8xbf16>
+  return %0 : vector<8xbf16>
+}
+
+// Not f32-like (f64, tensors): left alone, no crash.
+// CHECK-LABEL: func.func @left_alone
+// CHECK: math.sinh {{.*}} : f64
+// CHECK: math.asin {{.*}} : tensor<4xf32>
+func.func @left_alone(%x: f64, %t: tensor<4xf32>) -> (f64, tensor<4xf32>) {
+  %0 = math.sinh %x : f64
+  %1 = math.asin %t : tensor<4xf32>
+  return %0, %1 : f64, tensor<4xf32>
+}
+
 // RUN: maia-opt %s -maia-approximate-math -verify-diagnostics -o /dev/null
 
 // f64 has no approximation upstream: a warning says it will be scalarized.
