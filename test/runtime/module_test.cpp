@@ -410,10 +410,12 @@ TEST_F(ModuleTest, NonElfFileIsInvalidImage) {
 }
 
 TEST_F(ModuleTest, ElfWithoutMetadataIsInvalidImage) {
-  // This test program is itself a valid x86-64 ET_DYN (PIE) ELF file.
+  // This test program is itself a valid x86-64 ET_DYN (PIE) ELF file; it is
+  // refused as a program (it names an interpreter) before its sections are
+  // searched for metadata.
   maiaModule_t module = nullptr;
   MAIA_EXPECT_ERROR(loadFile("/proc/self/exe", &module), maiaErrorInvalidImage,
-                    "no .maia.meta section");
+                    "names a program interpreter: it is a program, not a kernel binary");
 }
 
 // ------------------------------------------------------------ corrupt ELF

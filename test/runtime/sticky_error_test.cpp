@@ -1,5 +1,8 @@
 // Faults in device work: reported at the next synchronizing call, sticky
 // until maiaDeviceReset, confined to the faulting device, nothing lost.
+#include <signal.h>
+
+#include <cstdio>
 #include <vector>
 
 #include "test_util.h"
@@ -84,6 +87,25 @@ TEST(StickyErrorTest, FreeingMemoryStillWorksOnAFaultedDevice) {
   MAIA_EXPECT_ERROR(maiaDeviceSynchronize(), maiaErrorLaunchFailure, "trap_at");
   MAIA_ASSERT_OK(maiaFree(flags));
   MAIA_ASSERT_OK(maiaDeviceReset(0));
+}
+
+// Only kernel code's faults are device errors. A host function runs on a
+// core like a kernel, but a fault in it is a host bug: it must crash the
+// process loudly, not turn into a sticky error. (The child initializes the
+// driver itself: a forked child cannot use its parent's.)
+TEST(StickyErrorDeathTest, AFaultInAHostFunctionCrashesTheProcess) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        maiaStream_t stream = nullptr;
+        maiaStreamCreate(&stream, 0);
+        maiaLaunchHostFunc(
+            stream, [](void*) { *static_cast<volatile int*>(nullptr) = 1; }, nullptr);
+        maiaError_t error = maiaStreamSynchronize(stream);
+        std::fprintf(stderr, "survived: %s\n", maiaGetErrorName(error));
+        std::_Exit(0);
+      },
+      testing::KilledBySignal(SIGSEGV), "");
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <elf.h>
 
+#include "elf_dynamic.h"
+
 #include <cstdint>
 #include <cstring>
 #include <iomanip>
@@ -11,6 +13,12 @@
 
 namespace maia::driver {
 namespace {
+
+// No kernel binary comes near these; corrupt sizes beyond them would make
+// the loader reserve absurd address ranges or per-thread TLS blocks.
+constexpr uint64_t kMaxImageSpan = uint64_t{1} << 30;
+constexpr uint64_t kMaxTlsBytes = uint64_t{1} << 20;
+constexpr uint64_t kMaxTlsAlign = 4096;
 
 std::string hex(uint64_t value) {
   std::ostringstream os;
@@ -41,13 +49,20 @@ class ElfChecker {
   ElfChecker(std::span<const std::byte> bytes, const std::string& origin)
       : bytes_(bytes), origin_(origin) {}
 
-  Status run(std::span<const std::byte>* out_metadata) {
+  Status run(ValidatedElf* out) {
     MAIA_RETURN_IF_ERROR(checkHeader());
     MAIA_RETURN_IF_ERROR(readSections());
     MAIA_RETURN_IF_ERROR(readSectionNames());
     MAIA_RETURN_IF_ERROR(readSegments());
     MAIA_RETURN_IF_ERROR(checkSegmentsAgainstSections());
-    return findMetadata(out_metadata);
+    MAIA_RETURN_IF_ERROR(findMetadata(&out->metadata));
+    // Last: it reads the tables the checks above proved to be in bounds.
+    out->dynamic_offset = dynamic_segment_->p_offset;
+    for (const Elf64_Phdr& p : segments_)
+      if (p.p_type == PT_LOAD && (p.p_flags & PF_X))
+        out->code_ranges.emplace_back(p.p_vaddr, p.p_vaddr + p.p_memsz);
+    return validateDynamic(bytes_, segments_, *dynamic_segment_, tls_segment_, origin_,
+                           &out->mapped_dynamic);
   }
 
  private:
@@ -177,11 +192,13 @@ class ElfChecker {
     MAIA_RETURN_IF_ERROR(checkInFile("program header table", header_.e_phoff,
                                      uint64_t{header_.e_phnum} * sizeof(Elf64_Phdr)));
     std::optional<uint64_t> previous_load_end;
+    segments_.reserve(header_.e_phnum);  // tls_segment_ points into it
     for (size_t i = 0; i < header_.e_phnum; ++i) {
       segments_.push_back(read<Elf64_Phdr>(header_.e_phoff + i * sizeof(Elf64_Phdr)));
       const Elf64_Phdr& p = segments_.back();
       std::string label = "segment " + std::to_string(i) + " (" + segmentTypeName(p.p_type) + ")";
       MAIA_RETURN_IF_ERROR(checkInFile(label, p.p_offset, p.p_filesz));
+      MAIA_RETURN_IF_ERROR(checkSegmentType(label, p));
       if (p.p_type == PT_GNU_STACK) {
         has_stack_segment_ = true;
         if (p.p_flags & PF_X)
@@ -205,6 +222,57 @@ class ElfChecker {
       previous_load_end = end;
     }
     if (load_count_ == 0) return fail("no PT_LOAD segment: nothing to map");
+    uint64_t first_load = 0;
+    for (const Elf64_Phdr& p : segments_)
+      if (p.p_type == PT_LOAD) {
+        first_load = p.p_vaddr;
+        break;
+      }
+    if (*previous_load_end - first_load > kMaxImageSpan)
+      return fail("the PT_LOAD segments span ", *previous_load_end - first_load,
+                  " bytes of address space, more than a kernel binary's limit of ", kMaxImageSpan);
+    return {};
+  }
+
+  /// Only the segment types the loader handles without trusting more than
+  /// these checks prove; TLS bounded (the loader allocates it per thread).
+  Status checkSegmentType(const std::string& label, const Elf64_Phdr& p) {
+    switch (p.p_type) {
+      case PT_NULL: case PT_LOAD: case PT_DYNAMIC: case PT_NOTE: case PT_PHDR:
+      case PT_GNU_EH_FRAME: case PT_GNU_STACK: case PT_GNU_RELRO: case PT_GNU_PROPERTY:
+        return {};
+      case PT_INTERP:
+        return fail(label, ": the file names a program interpreter: it is a program, not a "
+                    "kernel binary");
+      case PT_TLS:
+        if (tls_segment_) return fail(label, ": more than one PT_TLS segment");
+        if (p.p_filesz > p.p_memsz || p.p_memsz > kMaxTlsBytes || p.p_align > kMaxTlsAlign ||
+            (p.p_align & (p.p_align - 1)) != 0)
+          return fail(label, " has file size ", p.p_filesz, ", memory size ", p.p_memsz,
+                      " and alignment ", p.p_align, " (at most ", kMaxTlsBytes,
+                      " bytes aligned to a power of two up to ", kMaxTlsAlign, ")");
+        tls_segment_ = &p;
+        return {};
+    }
+    return fail(label, ": a segment type the driver does not accept in a kernel binary");
+  }
+
+  /// The loader walks notes (PT_GNU_PROPERTY for CPU features) by the sizes
+  /// they declare: each must end inside its segment.
+  Status checkNotes(size_t index, const Elf64_Phdr& p) const {
+    std::string label = "segment " + std::to_string(index) + " (" + segmentTypeName(p.p_type) + ")";
+    if (p.p_filesz != p.p_memsz)
+      return fail(label, " has file size ", p.p_filesz, " but memory size ", p.p_memsz);
+    uint64_t align = p.p_align == 8 ? 8 : 4;
+    auto padded = [align](uint64_t size) { return (size + align - 1) & ~(align - 1); };
+    for (uint64_t at = 0; p.p_filesz - at >= sizeof(Elf64_Nhdr);) {
+      auto note = read<Elf64_Nhdr>(p.p_offset + at);
+      uint64_t size = sizeof(Elf64_Nhdr) + padded(note.n_namesz) + padded(note.n_descsz);
+      if (size > p.p_filesz - at)
+        return fail(label, ": the note at offset ", at, " (name ", note.n_namesz,
+                    " bytes, description ", note.n_descsz, " bytes) runs past the segment");
+      at += size;
+    }
     return {};
   }
 
@@ -229,13 +297,14 @@ class ElfChecker {
   /// The dynamic loader trusts program headers completely; cross-checking
   /// them against the section headers means a corrupted header is refused
   /// here instead of making the loader read or write through it.
-  Status checkSegmentsAgainstSections() const {
+  Status checkSegmentsAgainstSections() {
     for (size_t i = 0; i < segments_.size(); ++i) {
       const Elf64_Phdr& p = segments_[i];
       // The loader reads (PT_DYNAMIC, PT_NOTE, ...) or mprotects
       // (PT_GNU_RELRO) these ranges of the mapped image. PT_TLS is only the
       // initialization image: its zero-filled tail is not mapped at vaddr.
       uint64_t memory_size = p.p_type == PT_TLS ? p.p_filesz : p.p_memsz;
+      if (p.p_type == PT_NOTE || p.p_type == PT_GNU_PROPERTY) MAIA_RETURN_IF_ERROR(checkNotes(i, p));
       if (p.p_type == PT_LOAD || (p.p_filesz == 0 && memory_size == 0)) continue;
       if (!loadHolding(p.p_offset, p.p_vaddr, p.p_filesz, memory_size))
         return fail("segment ", i, " (", segmentTypeName(p.p_type), ") at offset ",
@@ -272,7 +341,7 @@ class ElfChecker {
     return {};
   }
 
-  Status checkDynamicSegment() const {
+  Status checkDynamicSegment() {
     const Elf64_Phdr* dynamic_segment = nullptr;
     for (const Elf64_Phdr& p : segments_) {
       if (p.p_type != PT_DYNAMIC) continue;
@@ -292,6 +361,13 @@ class ElfChecker {
         dynamic_section->sh_size != dynamic_segment->p_filesz)
       return fail("the PT_DYNAMIC segment (offset ", hex(dynamic_segment->p_offset), ", size ",
                   dynamic_segment->p_filesz, ") does not match the .dynamic section");
+    // The loader adds the load address to the array's pointers in place.
+    const Elf64_Phdr* load =
+        loadHolding(dynamic_segment->p_offset, dynamic_segment->p_vaddr,
+                    dynamic_segment->p_filesz, dynamic_segment->p_filesz);
+    if (!load || !(load->p_flags & PF_W))
+      return fail("the PT_DYNAMIC segment is not inside a writable PT_LOAD segment");
+    dynamic_segment_ = dynamic_segment;
     return {};
   }
 
@@ -321,13 +397,15 @@ class ElfChecker {
   std::vector<Elf64_Phdr> segments_;
   size_t load_count_ = 0;
   bool has_stack_segment_ = false;
+  const Elf64_Phdr* tls_segment_ = nullptr;
+  const Elf64_Phdr* dynamic_segment_ = nullptr;
 };
 
 }  // namespace
 
 Status validateElfImage(std::span<const std::byte> bytes, const std::string& origin,
-                        std::span<const std::byte>* out_metadata) {
-  return ElfChecker(bytes, origin).run(out_metadata);
+                        ValidatedElf* out) {
+  return ElfChecker(bytes, origin).run(out);
 }
 
 }  // namespace maia::driver

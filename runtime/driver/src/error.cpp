@@ -58,14 +58,66 @@ void onForkInChild() {
   }
 }
 
+/// Length of the well-formed UTF-8 sequence of a multi-byte character at
+/// the start of text (RFC 3629: no overlong forms, no surrogates, at most
+/// U+10FFFF), or 0 if it does not start with one.
+size_t utf8SequenceLength(std::string_view text) {
+  auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
+  unsigned char lead = byte(0);
+  size_t length;
+  unsigned char low = 0x80, high = 0xbf;  // range of the second byte
+  if (lead >= 0xc2 && lead <= 0xdf) {
+    length = 2;
+  } else if (lead >= 0xe0 && lead <= 0xef) {
+    length = 3;
+    if (lead == 0xe0) low = 0xa0;
+    if (lead == 0xed) high = 0x9f;
+  } else if (lead >= 0xf0 && lead <= 0xf4) {
+    length = 4;
+    if (lead == 0xf0) low = 0x90;
+    if (lead == 0xf4) high = 0x8f;
+  } else {
+    return 0;
+  }
+  if (text.size() < length || byte(1) < low || byte(1) > high) return 0;
+  for (size_t i = 2; i < length; ++i)
+    if (byte(i) < 0x80 || byte(i) > 0xbf) return 0;
+  return length;
+}
+
 }  // namespace
 
 std::atomic<bool> g_driver_ready{false};
 
+std::string printableText(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+      ++i;
+    } else if (size_t length = c >= 0x80 ? utf8SequenceLength(text.substr(i)) : 0) {
+      out.append(text.substr(i, length));
+      i += length;
+    } else {
+      static constexpr char kDigits[] = "0123456789abcdef";
+      out += "\\x";
+      out += kDigits[c >> 4];
+      out += kDigits[c & 0xf];
+      ++i;
+    }
+  }
+  return out;
+}
+
 maiaError_t report(const Status& status) {
   if (!status.ok()) {
     t_last_error = status.code();
-    t_last_message = status.message();
+    // Messages quote untrusted bytes (names and JSON from a corrupt kernel
+    // binary, loader messages about it): callers such as Python decode
+    // them as UTF-8, so they must be valid UTF-8 whatever the bytes.
+    t_last_message = printableText(status.message());
   }
   return status.code();
 }

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace maia::driver {
@@ -34,6 +35,11 @@ Status makeError(maiaError_t code, const Parts&... parts) {
   (os << ... << parts);
   return Status(code, os.str());
 }
+
+/// text with every byte that is not printable ASCII or part of a
+/// well-formed UTF-8 character (control characters, stray bytes of a
+/// corrupt file) escaped as \xNN: always valid UTF-8.
+std::string printableText(std::string_view text);
 
 /// Records status as this thread's last error (if it is one) and returns its
 /// code: every C API function ends in this.

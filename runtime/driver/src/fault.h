@@ -3,17 +3,32 @@
 // an accelerator reports a kernel fault, instead of killing the process.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace maia::driver {
 
-/// Installs the SIGSEGV/SIGBUS/SIGILL/SIGFPE handlers once. Faults outside
-/// device code are passed to the previous handler (so a host dereference of
-/// a device pointer still crashes the host, as on silicon).
+/// Installs the SIGSEGV/SIGBUS/SIGILL/SIGFPE handlers once. Only a fault
+/// in device kernel code, while a core runs a command, is a device error:
+/// the faulting instruction lies in the code of a loaded kernel binary, or
+/// in a leaf function (libc's memset, memcpy) that kernel code called, i.e.
+/// the return address on top of the stack lies in kernel code. Any other
+/// fault (a host dereference of a device pointer, a bug in a driver copy or
+/// fill, a host function that faults) goes to the previous handler and
+/// crashes loudly, as a host bug should.
 void installFaultHandlers();
 
-/// Runs fn(context) as device code. Returns false and describes the fault
-/// if it faulted. No syscall on the normal path.
+/// Registers [begin, end) as code of a loaded kernel binary, until
+/// unregistered. False if the table is full (faults there then crash).
+bool registerKernelCode(uintptr_t begin, uintptr_t end);
+void unregisterKernelCode(uintptr_t begin);
+
+/// Runs fn(context) as a command chunk on a core. Returns false and
+/// describes the fault if kernel code faulted (see installFaultHandlers).
+/// The fault unwinds with siglongjmp, skipping the kernel's frames and the
+/// driver's frames between here and the kernel entry call: those frames
+/// must hold no lock and own nothing with a destructor (the kernel-side
+/// contract is in maia_kernel_abi.h). No syscall on the normal path.
 bool runGuardedImpl(void (*fn)(void*), void* context, std::string* fault);
 
 template <typename Fn>

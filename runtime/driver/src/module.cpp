@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "elf_image.h"
+#include "fault.h"
 #include "metadata.h"
 
 namespace maia::driver {
@@ -144,23 +145,23 @@ std::string memfdName(const std::string& origin) {
 
 Status Module::load(std::span<const std::byte> bytes, const std::string& origin,
                     std::shared_ptr<Module>* out) {
-  std::span<const std::byte> section;
-  MAIA_RETURN_IF_ERROR(validateElfImage(bytes, origin, &section));
+  ValidatedElf elf;
+  MAIA_RETURN_IF_ERROR(validateElfImage(bytes, origin, &elf));
   Metadata metadata;
-  MAIA_RETURN_IF_ERROR(parseMetadata(section, origin, &metadata));
+  MAIA_RETURN_IF_ERROR(parseMetadata(elf.metadata, origin, &metadata));
   MAIA_RETURN_IF_ERROR(checkTargetFeatures(metadata.target_features, origin));
 
   std::shared_ptr<Module> module(new Module());
   module->origin_ = origin;
   module->metadata_json_ = std::move(metadata.json);
   module->kernels_ = std::move(metadata.kernels);
-  MAIA_RETURN_IF_ERROR(module->map(bytes));
+  MAIA_RETURN_IF_ERROR(module->map(bytes, elf));
   MAIA_RETURN_IF_ERROR(module->resolveSymbols());
   *out = std::move(module);
   return {};
 }
 
-Status Module::map(std::span<const std::byte> bytes) {
+Status Module::map(std::span<const std::byte> bytes, const ValidatedElf& elf) {
   // Loading from a copy rather than from the caller's path closes the
   // window between validating a file and the loader reading it again, and
   // since every memfd is a new file the loader never hands back an older
@@ -178,11 +179,26 @@ Status Module::map(std::span<const std::byte> bytes) {
                        ": cannot copy the binary into an in-memory file: ", errnoText(errno));
     written += static_cast<size_t>(n);
   }
+  // Kernel binaries run no code at load or unload: the toolchain's hooks
+  // are left out of the dynamic array the loader reads.
+  const std::vector<std::byte>& dynamic = elf.mapped_dynamic;
+  if (pwrite(memfd_, dynamic.data(), dynamic.size(), static_cast<off_t>(elf.dynamic_offset)) !=
+      static_cast<ssize_t>(dynamic.size()))
+    return makeError(maiaErrorOutOfMemory, origin_,
+                     ": cannot copy the binary into an in-memory file: ", errnoText(errno));
   dl_handle_ = dlopen(fdPath(memfd_).c_str(), RTLD_NOW | RTLD_LOCAL);
   if (dl_handle_ == nullptr) {
     const char* reason = dlerror();
     return makeError(maiaErrorInvalidImage, origin_, ": the dynamic loader refused the binary: ",
                      reason ? reason : "unknown reason");
+  }
+  // Faults in this code are device errors (fault.h); if the handler's
+  // table is full they crash the process instead, which loses no safety.
+  link_map* self = nullptr;
+  if (dlinfo(dl_handle_, RTLD_DI_LINKMAP, &self) == 0 && self != nullptr) {
+    for (auto [begin, end] : elf.code_ranges)
+      if (registerKernelCode(self->l_addr + begin, self->l_addr + end))
+        code_ranges_.push_back(self->l_addr + begin);
   }
   return {};
 }
@@ -229,6 +245,7 @@ Status Module::resolveSymbols() {
 }
 
 Module::~Module() {
+  for (uintptr_t begin : code_ranges_) unregisterKernelCode(begin);
   if (dl_handle_ != nullptr) {
     dlclose(dl_handle_);
     // A binary the loader refuses to unload (e.g. one with STB_GNU_UNIQUE

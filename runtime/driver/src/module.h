@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "elf_image.h"
 #include "error.h"
 
 namespace maia::driver {
@@ -74,7 +75,8 @@ class Module : public std::enable_shared_from_this<Module> {
   Module() = default;
   /// Copies the validated bytes into a memfd and dlopens that, so the code
   /// mapped is exactly what was validated, and each load a fresh mapping.
-  Status map(std::span<const std::byte> bytes);
+  /// The copy's dynamic array is the validated one without load-time hooks.
+  Status map(std::span<const std::byte> bytes, const ValidatedElf& elf);
   /// Sets every kernel's entry from its symbol, which the binary itself
   /// (not a library it depends on) must define.
   Status resolveSymbols();
@@ -84,6 +86,8 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<maiaKernel> kernels_;
   void* dl_handle_ = nullptr;
   int memfd_ = -1;
+  /// Start addresses of the code ranges registered with the fault handler.
+  std::vector<uintptr_t> code_ranges_;
 };
 
 /// Validates a kernel handle: it must be a kernel of a loaded module (one

@@ -2,6 +2,20 @@
 // the kernel ABI of DESIGN section 5 (the same ABI maia-compile emits):
 //   extern "C" void kernel(void* const* args, const maia_grid_t* grid);
 // args[i] points to an MLIR memref descriptor or to a scalar value.
+//
+// Kernel-side contract (docs/runtime.md, "Sticky errors"). A fault in kernel
+// code (SIGSEGV, SIGBUS, SIGILL, SIGFPE) becomes a sticky device error: the
+// driver's signal handler unwinds the core with siglongjmp, skipping every
+// kernel frame without running anything in them. So kernel code must
+//   - take no lock (a lock held across a fault is never released),
+//   - allocate nothing (an allocation live across a fault leaks, and a
+//     fault inside malloc leaves its arena locked),
+//   - rely on no destructor or cleanup (none runs for the skipped frames),
+//   - run no code at load or unload: the driver refuses static
+//     constructors and destructors and does not run the toolchain's
+//     initializers.
+// A fault is recognized in kernel code and in leaf functions it calls
+// (memset, memcpy); a fault anywhere else crashes the process.
 #pragma once
 
 #include <maia/runtime.h>
