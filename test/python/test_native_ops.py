@@ -137,3 +137,86 @@ class TestTriangular:
         with pytest.raises(RuntimeError, match="at least 2 dimensions"):
             torch.tril(torch.ones(3, device="maia"))
         assert torch.triu(torch.ones(0, 4, device="maia")).shape == (0, 4)
+
+
+def special_values(dtype):
+    x = torch.tensor([float("inf"), -float("inf"), float("nan"), 0.0, -1.5, 3.0, 1e30])
+    return x.to(dtype)
+
+
+class TestInfAndPow:
+    @pytest.mark.parametrize("dtype", ALL_DTYPES)
+    @pytest.mark.parametrize("op", ["isposinf", "isneginf"])
+    def test_isinf_sign(self, op, dtype):
+        x = special_values(dtype) if dtype.is_floating_point else sample((7,), dtype)
+        f = getattr(torch, op)
+        with no_fallback(op):
+            actual = f(x.to("maia"))
+            out = torch.empty(0, dtype=torch.bool, device="maia")
+            f(x.to("maia")[::2], out=out)
+        torch.testing.assert_close(actual.cpu(), f(x))
+        torch.testing.assert_close(out.cpu(), f(x[::2]))
+        with pytest.raises(RuntimeError, match="non-boolean"):
+            f(x.to("maia"), out=torch.empty(7, device="maia"))
+
+    @pytest.mark.parametrize("dtype", FLOATS + [torch.int64, torch.int32, torch.uint8])
+    @pytest.mark.parametrize("exponent", [2, 3, 0, 0.5, -1, -0.5, 1.7, 2.0])
+    def test_pow_tensor_scalar(self, dtype, exponent):
+        if not dtype.is_floating_point and isinstance(exponent, int) and exponent < 0:
+            pytest.skip("an error, tested below")
+        x = (torch.rand(33) * 4 + 0.25).to(dtype) if dtype.is_floating_point \
+            else torch.randint(0, 9, (33,)).to(dtype)
+        with no_fallback("pow", "pow_"):
+            actual = torch.pow(x.to("maia"), exponent)
+            out = torch.empty(0, dtype=actual.dtype, device="maia")
+            torch.pow(x.to("maia")[1::3], exponent, out=out)
+        expected = torch.pow(x, exponent)
+        assert actual.dtype == expected.dtype
+        torch.testing.assert_close(actual.cpu(), expected, equal_nan=True)
+        torch.testing.assert_close(out.cpu(), torch.pow(x[1::3], exponent), equal_nan=True)
+        if expected.dtype == dtype:
+            y = x.to("maia")
+            with no_fallback("pow", "pow_"):
+                y.pow_(exponent)
+            torch.testing.assert_close(y.cpu(), expected, equal_nan=True)
+
+    def test_pow_scalar_base_and_errors(self):
+        # Rotary embeddings: base ** (arange / dim).
+        e = torch.arange(0, 64, 2).float() / 64
+        with no_fallback("pow"):
+            actual = (10000.0 ** e.to("maia")).cpu()
+            squared = (torch.tensor([3, -2], device="maia") ** 2).cpu()
+        torch.testing.assert_close(actual, 10000.0 ** e)
+        assert squared.dtype == torch.int64 and squared.tolist() == [9, 4]
+        with pytest.raises(RuntimeError, match="negative integer powers"):
+            torch.pow(torch.tensor([2], device="maia"), -1)
+        with pytest.raises(RuntimeError, match="can't be cast"):
+            torch.tensor([2], device="maia").pow_(0.5)
+
+
+def test_no_host_synchronization():
+    """The ops only enqueue: issued behind a kernel that blocks the stream
+    until released, they return (a host synchronization would hang)."""
+    from test_overlap import KERNEL_DIR, launch_wait_for_flag
+    if not KERNEL_DIR:
+        pytest.skip("MAIA_KERNEL_DIR (the built test kernels) is set by ctest")
+    blocked, release = torch.maia.Stream(), torch.maia.Stream()
+    flag = torch.zeros(1, dtype=torch.int32, device="maia")
+    x = torch.tensor([1.0, float("inf"), 4.0], device="maia")
+    torch.maia.synchronize()
+    with torch.maia.stream(blocked):
+        launch_wait_for_flag(flag, blocked)
+        torch.maia.manual_seed(0)
+        results = [x ** 2.5, 2.0 ** x, torch.isposinf(x), torch.isneginf(x),
+                   torch.tril(torch.ones(3, 3, device="maia")), torch.randn(4, device="maia"),
+                   torch.rand(4, device="maia")]
+        assert not blocked.query()
+    with torch.maia.stream(release):
+        flag.copy_(torch.ones(1, dtype=torch.int32).pin_memory(), non_blocking=True)
+    blocked.synchronize()
+    xc = x.cpu()
+    torch.manual_seed(0)
+    expected = [xc ** 2.5, 2.0 ** xc, torch.isposinf(xc), torch.isneginf(xc),
+                torch.tril(torch.ones(3, 3))]
+    for actual, want in zip(results, expected):
+        torch.testing.assert_close(actual.cpu(), want)

@@ -14,6 +14,8 @@
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
+#include <limits>
+
 #include "MaiaCheck.h"
 #include "ops/EagerKernels.h"
 #include "ops/MaiaOps.h"
@@ -270,6 +272,51 @@ Tensor& whereOut(const Tensor& condition, const Tensor& a, const Tensor& b, Tens
   return launchInto(out, common, eagerKernel("where", common), {*c, *x, *y});
 }
 
+/// pow with a Scalar exponent (or base): the pow kernel of pow.Tensor_Tensor
+/// with the Scalar as a 0-dim tensor filled on the stream, so no host sync;
+/// wrapped as a number, so type promotion treats it as Python's scalar
+/// (an int tensor ** 2 stays int, ** 0.5 becomes the default float).
+Tensor& powScalarOut(const Tensor& self, const at::Scalar& exponent, Tensor& out) {
+  TORCH_CHECK(!(c10::isIntegralType(self.scalar_type(), /*includeBool=*/true) &&
+                exponent.isIntegral(/*includeBool=*/true) && exponent.toLong() < 0),
+              "Integers to negative integer powers are not allowed.");
+  return binaryOut("pow", Result::Common, self, at::native::wrapped_scalar_tensor(exponent),
+                   out);
+}
+
+Tensor& powScalarBaseOut(const at::Scalar& base, const Tensor& exponent, Tensor& out) {
+  return binaryOut("pow", Result::Common, at::native::wrapped_scalar_tensor(base), exponent,
+                   out);
+}
+
+/// isposinf/isneginf: self == +-inf with the native comparison kernel (the
+/// infinity a 0-dim tensor filled on the stream). Integer and bool tensors
+/// are never infinite: the result is a false fill, with no comparison.
+Tensor& isInfOut(const char* name, double infinity, const Tensor& self, Tensor& out) {
+  TORCH_CHECK(!out.defined() || out.scalar_type() == c10::ScalarType::Bool, name,
+              " does not support non-boolean outputs.");
+  if (c10::isFloatingType(self.scalar_type()))
+    return binaryOut("eq", Result::Bool, self, at::native::wrapped_scalar_tensor(infinity), out);
+  if (out.defined())
+    at::native::resize_output(out, self.sizes());
+  else
+    out = newEmpty(self.sizes(), self.options().dtype(c10::ScalarType::Bool));
+  return fill(out, false);
+}
+
+template <bool Positive>
+Tensor isInf(const Tensor& self) {
+  Tensor out;
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  return isInfOut(Positive ? "isposinf" : "isneginf", Positive ? kInf : -kInf, self, out);
+}
+
+template <bool Positive>
+Tensor& isInfOutVariant(const Tensor& self, Tensor& out) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  return isInfOut(Positive ? "isposinf" : "isneginf", Positive ? kInf : -kInf, self, out);
+}
+
 // ---------------------------------------------------------------- registration
 
 #define MAIA_BINARY(NAME, KERNEL, RESULT)                                                  \
@@ -385,6 +432,31 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("pow.Tensor_Tensor_out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
     return binaryOut("pow", Result::Common, a, b, out);
   });
+  m.impl("pow_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {
+    return binaryOut("pow", Result::Common, a, b, a);
+  });
+  m.impl("pow.Tensor_Scalar", [](const Tensor& a, const at::Scalar& b) {
+    Tensor out;
+    return powScalarOut(a, b, out);
+  });
+  m.impl("pow.Tensor_Scalar_out",
+         [](const Tensor& a, const at::Scalar& b, Tensor& out) -> Tensor& {
+           return powScalarOut(a, b, out);
+         });
+  m.impl("pow_.Scalar", [](Tensor& a, const at::Scalar& b) -> Tensor& {
+    return powScalarOut(a, b, a);
+  });
+  m.impl("pow.Scalar", [](const at::Scalar& a, const Tensor& b) {
+    Tensor out;
+    return powScalarBaseOut(a, b, out);
+  });
+  m.impl("pow.Scalar_out", [](const at::Scalar& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return powScalarBaseOut(a, b, out);
+  });
+  m.impl("isposinf", &isInf<true>);
+  m.impl("isposinf.out", &isInfOutVariant<true>);
+  m.impl("isneginf", &isInf<false>);
+  m.impl("isneginf.out", &isInfOutVariant<false>);
   MAIA_COMPARISON("eq");
   MAIA_COMPARISON("ne");
   MAIA_COMPARISON("lt");
