@@ -194,6 +194,62 @@ class TestInfAndPow:
             torch.tensor([2], device="maia").pow_(0.5)
 
 
+
+ARANGE_CASES = [(0, 10, 1), (5, -7, -2), (0, 10, 0.1), (-3.3, 7.7, 0.37), (1e6, 1e6 + 100, 0.013),
+                (0.5, 1000.5, 1.0), (-5, 5, 0.3), (0, 1, 1e-5), (3, -100000, -0.77),
+                (0, 70000, 1), (2, 3, 5)]
+
+
+class TestArange:
+    @pytest.mark.parametrize("dtype", FLOATS)
+    def test_floats_bit_for_bit(self, dtype):
+        with no_fallback("arange"):
+            for start, end, step in ARANGE_CASES:
+                if dtype in (torch.float16, torch.bfloat16) and max(abs(start), abs(end)) > 6e4:
+                    continue  # beyond float16's range
+                actual = torch.arange(start, end, step, dtype=dtype, device="maia").cpu()
+                expected = torch.arange(start, end, step, dtype=dtype)
+                assert torch.equal(actual, expected), (start, end, step, dtype)
+
+    @pytest.mark.parametrize("threads", [1, 3])
+    def test_follows_the_cpu_thread_split(self, threads):
+        # The CPU's float values depend on its parallel_for chunks.
+        previous = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            actual = torch.arange(3, -100000, -0.77, device="maia").cpu()
+            expected = torch.arange(3, -100000, -0.77)
+        finally:
+            torch.set_num_threads(previous)
+        assert torch.equal(actual, expected)
+
+    @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8,
+                                       torch.uint8])
+    def test_integers(self, dtype):
+        with no_fallback("arange"):
+            for start, end, step in [(0, 10, 1), (0, 300, 1), (7, 1000, 3), (0, 20, 2.5)]:
+                actual = torch.arange(start, end, step, dtype=dtype, device="maia").cpu()
+                assert torch.equal(actual, torch.arange(start, end, step, dtype=dtype))
+            if dtype != torch.uint8:
+                actual = torch.arange(5, -9, -2, dtype=dtype, device="maia").cpu()
+                assert torch.equal(actual, torch.arange(5, -9, -2, dtype=dtype))
+
+    def test_default_dtypes_out_and_errors(self):
+        with no_fallback("arange"):
+            a = torch.arange(12, device="maia")
+            b = torch.arange(1.5, 4, device="maia")
+            out = torch.empty(6, 2, device="maia")[:, 0]  # strided
+            torch.arange(0, 3, 0.5, out=out)
+        assert a.dtype == torch.int64 and torch.equal(a.cpu(), torch.arange(12))
+        assert b.dtype == torch.float32 and torch.equal(b.cpu(), torch.arange(1.5, 4))
+        assert torch.equal(out.cpu(), torch.arange(0, 3, 0.5))
+        assert torch.arange(0, device="maia").numel() == 0
+        with pytest.raises(RuntimeError, match="step must be nonzero"):
+            torch.arange(0, 5, 0, device="maia")
+        with pytest.raises(RuntimeError, match="bound inconsistent"):
+            torch.arange(0, 5, -1, device="maia")
+
+
 def test_no_host_synchronization():
     """The ops only enqueue: issued behind a kernel that blocks the stream
     until released, they return (a host synchronization would hang)."""
@@ -209,7 +265,7 @@ def test_no_host_synchronization():
         torch.maia.manual_seed(0)
         results = [x ** 2.5, 2.0 ** x, torch.isposinf(x), torch.isneginf(x),
                    torch.tril(torch.ones(3, 3, device="maia")), torch.randn(4, device="maia"),
-                   torch.rand(4, device="maia")]
+                   torch.rand(4, device="maia"), torch.arange(5, device="maia")]
         assert not blocked.query()
     with torch.maia.stream(release):
         flag.copy_(torch.ones(1, dtype=torch.int32).pin_memory(), non_blocking=True)
@@ -218,5 +274,6 @@ def test_no_host_synchronization():
     torch.manual_seed(0)
     expected = [xc ** 2.5, 2.0 ** xc, torch.isposinf(xc), torch.isneginf(xc),
                 torch.tril(torch.ones(3, 3))]
+    assert torch.equal(results[-1].cpu(), torch.arange(5))
     for actual, want in zip(results, expected):
         torch.testing.assert_close(actual.cpu(), want)
