@@ -129,7 +129,7 @@ class ModuleTest : public ::testing::Test {
 
 const char* const kBasicKernelNames[] = {"empty",    "add_f32",            "triad_f32",
                                          "axpb_i64", "record_program_ids", "trap_at",
-                                         "wait_for_flag"};
+                                         "wait_for_flag", "fault_in_library"};
 constexpr int kBasicKernelCount = sizeof(kBasicKernelNames) / sizeof(kBasicKernelNames[0]);
 
 // ------------------------------------------------------------ loading
@@ -201,7 +201,8 @@ TEST_F(ModuleTest, ReloadingARewrittenFileMapsTheNewContents) {
 TEST_F(ModuleTest, ListsKernelsByIndexInMetadataOrder) {
   maiaModule_t module = nullptr;
   MAIA_ASSERT_OK(loadData(basic_, &module));
-  const int expected_args[] = {0, 3, 4, 4, 1, 2, 1};
+  const int expected_args[] = {0, 3, 4, 4, 1, 2, 1, 1};
+  static_assert(std::size(expected_args) == kBasicKernelCount);
   for (int i = 0; i < kBasicKernelCount; ++i) {
     SCOPED_TRACE(kBasicKernelNames[i]);
     maiaKernel_t k = nullptr;
@@ -260,7 +261,7 @@ TEST_F(ModuleTest, RejectsIndicesOutOfRange) {
   MAIA_ASSERT_OK(loadData(basic_, &module));
   maiaKernel_t k = nullptr;
   MAIA_EXPECT_ERROR(maiaModuleGetKernelByIndex(module, kBasicKernelCount, &k),
-                    maiaErrorInvalidValue, "index 7 is out of range");
+                    maiaErrorInvalidValue, "index 8 is out of range");
   MAIA_EXPECT_ERROR(maiaModuleGetKernelByIndex(module, -1, &k), maiaErrorInvalidValue,
                     "index -1");
   EXPECT_EQ(k, nullptr);

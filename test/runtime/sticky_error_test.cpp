@@ -56,6 +56,22 @@ TEST(StickyErrorTest, AKernelFaultSurfacesAtTheNextSynchronizeAndStaysUntilReset
   MAIA_ASSERT_OK(maiaFree(data));
 }
 
+// The fault is inside a library routine the kernel called (no frame of the
+// kernel binary on top of the stack): still the kernel's fault.
+TEST(StickyErrorTest, AFaultInALibraryRoutineAKernelCalledIsTheKernels) {
+  maiaStream_t stream;
+  MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
+  maiaKernelArg args[1] = {scalarArg(maiaDtypeI64, int64_t{16})};
+  int64_t grid[3] = {1, 1, 1};
+  MAIA_ASSERT_OK(maiaLaunchKernel(basicKernel("fault_in_library"), grid, args, 1, stream));
+  MAIA_EXPECT_ERROR(maiaStreamSynchronize(stream), maiaErrorLaunchFailure,
+                    "kernel 'fault_in_library' of ");
+  std::string message = maiaGetLastErrorMessage();
+  EXPECT_NE(message.find("SIGSEGV"), std::string::npos) << message;
+  MAIA_ASSERT_OK(maiaDeviceReset(0));
+  MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+}
+
 TEST(StickyErrorTest, WorkQueuedAfterAFaultIsSkippedAndEventsStillComplete) {
   void *flags = nullptr, *data = nullptr;
   MAIA_ASSERT_OK(maiaMalloc(&flags, 16 * sizeof(int32_t)));

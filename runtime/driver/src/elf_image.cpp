@@ -58,9 +58,6 @@ class ElfChecker {
     MAIA_RETURN_IF_ERROR(findMetadata(&out->metadata));
     // Last: it reads the tables the checks above proved to be in bounds.
     out->dynamic_offset = dynamic_segment_->p_offset;
-    for (const Elf64_Phdr& p : segments_)
-      if (p.p_type == PT_LOAD && (p.p_flags & PF_X))
-        out->code_ranges.emplace_back(p.p_vaddr, p.p_vaddr + p.p_memsz);
     return validateDynamic(bytes_, segments_, *dynamic_segment_, tls_segment_, origin_,
                            &out->mapped_dynamic);
   }

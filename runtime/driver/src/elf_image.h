@@ -25,9 +25,6 @@ struct ValidatedElf {
   /// (see validateDynamic in elf_dynamic.h).
   uint64_t dynamic_offset = 0;
   std::vector<std::byte> mapped_dynamic;
-  /// Executable PT_LOAD segments as [begin, end) addresses relative to the
-  /// load address: the kernel code whose faults are device errors.
-  std::vector<std::pair<uint64_t, uint64_t>> code_ranges;
 };
 
 /// Checks that bytes are a 64-bit little-endian x86-64 ELF shared object

@@ -9,19 +9,23 @@
 namespace maia::driver {
 
 /// Installs the SIGSEGV/SIGBUS/SIGILL/SIGFPE handlers once. Only a fault
-/// in device kernel code, while a core runs a command, is a device error:
-/// the faulting instruction lies in the code of a loaded kernel binary, or
-/// in a leaf function (libc's memset, memcpy) that kernel code called, i.e.
-/// the return address on top of the stack lies in kernel code. Any other
-/// fault (a host dereference of a device pointer, a bug in a driver copy or
-/// fill, a host function that faults) goes to the previous handler and
-/// crashes loudly, as a host bug should.
+/// while a core runs a kernel's entry point (inside a KernelCodeScope of a
+/// guarded command: the kernel, or anything it calls) is a device error.
+/// Any other fault (a host dereference of a device pointer, a bug in a
+/// driver copy or fill, a host function that faults) goes to the previous
+/// handler and crashes loudly, as a host bug should.
 void installFaultHandlers();
 
-/// Registers [begin, end) as code of a loaded kernel binary, until
-/// unregistered. False if the table is full (faults there then crash).
-bool registerKernelCode(uintptr_t begin, uintptr_t end);
-void unregisterKernelCode(uintptr_t begin);
+/// Marks the calling core as running kernel code for its lifetime: wrap
+/// exactly the call of a kernel's entry point. A thread-local store, no
+/// syscall. A fault unwinds past it; runGuarded clears the mark then.
+class KernelCodeScope {
+ public:
+  KernelCodeScope();
+  ~KernelCodeScope();
+  KernelCodeScope(const KernelCodeScope&) = delete;
+  KernelCodeScope& operator=(const KernelCodeScope&) = delete;
+};
 
 /// Runs fn(context) as a command chunk on a core. Returns false and
 /// describes the fault if kernel code faulted (see installFaultHandlers).

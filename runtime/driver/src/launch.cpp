@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "device.h"
+#include "fault.h"
 #include "module.h"
 #include "recycling_pool.h"
 #include "scheduler.h"
@@ -55,7 +56,10 @@ class KernelCommand final : public Command, public PooledAllocation<KernelComman
     void* const* args = args_;
     for (int64_t id = begin; id < end; ++id) {
       std::memcpy(t_program_id, grid.program_id, sizeof(t_program_id));
-      entry(args, &grid);
+      {
+        KernelCodeScope in_kernel;  // faults in here are the kernel's (fault.h)
+        entry(args, &grid);
+      }
       if (++grid.program_id[0] == grid_[0]) {
         grid.program_id[0] = 0;
         if (++grid.program_id[1] == grid_[1]) {

@@ -192,14 +192,6 @@ Status Module::map(std::span<const std::byte> bytes, const ValidatedElf& elf) {
     return makeError(maiaErrorInvalidImage, origin_, ": the dynamic loader refused the binary: ",
                      reason ? reason : "unknown reason");
   }
-  // Faults in this code are device errors (fault.h); if the handler's
-  // table is full they crash the process instead, which loses no safety.
-  link_map* self = nullptr;
-  if (dlinfo(dl_handle_, RTLD_DI_LINKMAP, &self) == 0 && self != nullptr) {
-    for (auto [begin, end] : elf.code_ranges)
-      if (registerKernelCode(self->l_addr + begin, self->l_addr + end))
-        code_ranges_.push_back(self->l_addr + begin);
-  }
   return {};
 }
 
@@ -245,7 +237,6 @@ Status Module::resolveSymbols() {
 }
 
 Module::~Module() {
-  for (uintptr_t begin : code_ranges_) unregisterKernelCode(begin);
   if (dl_handle_ != nullptr) {
     dlclose(dl_handle_);
     // A binary the loader refuses to unload (e.g. one with STB_GNU_UNIQUE

@@ -86,8 +86,6 @@ class Module : public std::enable_shared_from_this<Module> {
   std::vector<maiaKernel> kernels_;
   void* dl_handle_ = nullptr;
   int memfd_ = -1;
-  /// Start addresses of the code ranges registered with the fault handler.
-  std::vector<uintptr_t> code_ranges_;
 };
 
 /// Validates a kernel handle: it must be a kernel of a loaded module (one

@@ -1,5 +1,6 @@
 // Kernels used by the driver tests, the demo and the benchmarks.
 #include <chrono>
+#include <cstdio>
 
 #include "maia_kernel_abi.h"
 
@@ -32,7 +33,9 @@ MAIA_METADATA(R"json({
       {"kind": "memref", "dtype": "i32", "rank": 1, "strides": [1]},
       {"kind": "scalar", "dtype": "i64"}]},
     {"name": "wait_for_flag", "symbol": "wait_for_flag", "grid_rank": 1, "args": [
-      {"kind": "memref", "dtype": "i32", "rank": 1, "strides": [1]}]}
+      {"kind": "memref", "dtype": "i32", "rank": 1, "strides": [1]}]},
+    {"name": "fault_in_library", "symbol": "fault_in_library", "grid_rank": 1, "args": [
+      {"kind": "scalar", "dtype": "i64"}]}
   ]
 })json");
 
@@ -104,4 +107,13 @@ MAIA_KERNEL wait_for_flag(void* const* args, const maia_grid_t*) {
   const auto& flag = memref<int32_t, 1>(args, 0);
   auto* word = reinterpret_cast<volatile int32_t*>(&flag.at(0));
   while (*word == 0) __builtin_ia32_pause();
+}
+
+/// Formats the string at address `bad` (an invalid pointer): the fault
+/// happens inside libc (strlen called by vfprintf), not in this binary's
+/// code, like a kernel calling a library routine on a bad buffer.
+MAIA_KERNEL fault_in_library(void* const* args, const maia_grid_t*) {
+  const auto bad = scalar<int64_t>(args, 0);
+  char text[32];
+  std::snprintf(text, sizeof(text), "%s", reinterpret_cast<const char*>(bad));
 }

@@ -14,8 +14,9 @@
 //   - run no code at load or unload: the driver refuses static
 //     constructors and destructors and does not run the toolchain's
 //     initializers.
-// A fault is recognized in kernel code and in leaf functions it calls
-// (memset, memcpy); a fault anywhere else crashes the process.
+// A fault while a core runs a kernel's entry point (the kernel, or any
+// library routine it calls) is the kernel's; a fault anywhere else (driver
+// copies and fills, host functions) crashes the process.
 #pragma once
 
 #include <maia/runtime.h>
