@@ -98,9 +98,9 @@ def _worst(err, x):
     return f"{int(err[i])} ulp at x={x[i].item()!r}"
 
 
-# Not fixed yet: sin/cos (and tan, their ratio) reduce the argument with one
-# rounded multiple of pi/2, wrong from a few thousand on (-inf at 1e24);
-# they need a Payne-Hanek reduction.
+# Not fixed yet: sin/cos (and tan, their ratio) reduce the argument by
+# pi/2 in three float parts: within 2-3 ulp up to ~1e3-1e5, wrong beyond
+# (-inf at 1e24); float32's whole range needs a Payne-Hanek reduction.
 KNOWN_BAD = {"sin", "cos", "tan"}
 
 
@@ -127,7 +127,7 @@ def test_float32_ulp(name):
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-@pytest.mark.parametrize("name", ["exp", "log", _mark("sin"), "tanh", "erf", "asin", "sinh",
+@pytest.mark.parametrize("name", ["exp", "log", "sin", "tanh", "erf", "asin", "sinh",
                                   "erfc", "sigmoid", "atan"])
 def test_half_precision_ulp(name, dtype):
     # Half types compute in float32 and round once: within 1 ulp of the
@@ -144,6 +144,8 @@ def test_half_precision_ulp(name, dtype):
         x, reference = x[normal], reference[normal]
     cpu_err = ulp_distance(fn(x), reference)
     maia_err = ulp_distance(_compiled(fn, x), reference)
+    if name in KNOWN_BAD and int(maia_err.max()) > max(int(cpu_err.max()), 1):
+        pytest.xfail(f"{name} of large arguments ({_worst(maia_err, x)})")
     assert int(maia_err.max()) <= max(int(cpu_err.max()), 1), (
         f"{name} {dtype}: maia {_worst(maia_err, x)}; cpu {_worst(cpu_err, x)}")
 

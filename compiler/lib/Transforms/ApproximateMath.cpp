@@ -239,6 +239,42 @@ Value buildTan(FloatBuilder &f, ValueRange operands) {
   return f.div(f.b.create<math::SinOp>(x), f.b.create<math::CosOp>(x));
 }
 
+// sin/cos: x = k pi/2 + r with pi/2 in three parts (fma, Cody-Waite), |r| <=
+// pi/4, then upstream's polynomials on r and the quadrant k mod 4.
+// Upstream reduces with one rounded pi/2: sin(float(pi)) came out as 0.
+// Still approximate for |x| beyond ~1e5 (needs Payne-Hanek).
+template <bool isCos>
+Value buildSinCos(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value k = f.b.create<math::RoundEvenOp>(f.mul(x, f.c(2 / kPi)));
+  constexpr double p1 = 1.57079637050628662109375;
+  constexpr double p2 = -4.371138828673793e-08;
+  constexpr double p3 = -1.7151244994428829e-15;
+  Value negK = f.sub(f.c(0.0), k);
+  Value r = f.fma(negK, f.c(p1), x);
+  r = f.fma(negK, f.c(p2), r);
+  r = f.fma(negK, f.c(p3), r);
+  // Upstream's own reduction floors: on [-pi/4, 0) it goes through k = -1
+  // and loses every digit of tiny r. Give it |r|.
+  Value ar = f.abs(r);
+  Value s = f.copysign(f.reduced<math::SinOp>(ar), r);
+  Value c = f.reduced<math::CosOp>(ar);
+  // q = k mod 4 in [0, 4).
+  Value q = f.sub(k, f.mul(f.c(4.0), f.b.create<math::FloorOp>(f.mul(k, f.c(0.25)))));
+  if (isCos)
+    q = f.add(q, f.c(1.0)); // cos(x) = sin(x + pi/2)
+  Value q2 = f.sub(q, f.mul(f.c(4.0), f.b.create<math::FloorOp>(f.mul(q, f.c(0.25)))));
+  Value odd = f.cmp(arith::CmpFPredicate::OEQ,
+                    f.sub(q2, f.mul(f.c(2.0), f.b.create<math::FloorOp>(f.mul(q2, f.c(0.5))))),
+                    f.c(1.0));
+  Value v = f.select(odd, c, s);
+  Value negate = f.cmp(arith::CmpFPredicate::OGE, q2, f.c(2.0));
+  Value result = f.select(negate, f.sub(f.c(0.0), v), v);
+  if (isCos)
+    return result;
+  return f.select(f.cmp(arith::CmpFPredicate::OEQ, x, f.c(0.0)), x, result);
+}
+
 // asinh (fdlibm): log1p(a + a^2 / (1 + sqrt(1 + a^2))) below 2,
 // log(2a + 1 / (a + sqrt(a^2 + 1))) below 2^12, log(a) + log(2) above.
 Value buildAsinh(FloatBuilder &f, ValueRange operands) {
@@ -369,6 +405,8 @@ void populateMaiaMathPatterns(RewritePatternSet &patterns) {
   patterns.add<F32Pattern<math::SinhOp>>(context, buildSinh);
   patterns.add<F32Pattern<math::CoshOp>>(context, buildCosh);
   patterns.add<F32Pattern<math::TanOp>>(context, buildTan);
+  patterns.add<F32Pattern<math::SinOp>>(context, buildSinCos<false>);
+  patterns.add<F32Pattern<math::CosOp>>(context, buildSinCos<true>);
   patterns.add<F32Pattern<math::AsinhOp>>(context, buildAsinh);
   patterns.add<F32Pattern<math::AcoshOp>>(context, buildAcosh);
   patterns.add<F32Pattern<math::AtanhOp>>(context, buildAtanh);
