@@ -277,3 +277,83 @@ def test_no_host_synchronization():
     assert torch.equal(results[-1].cpu(), torch.arange(5))
     for actual, want in zip(results, expected):
         torch.testing.assert_close(actual.cpu(), want)
+
+
+class TestBatchNorm:
+    @staticmethod
+    def run(device, x, dtype, training, affine=True, param_dtype=None, channels_last=False):
+        """One forward and backward of BatchNorm on device; returns the
+        output, input and parameter gradients and the running statistics."""
+        torch.manual_seed(0)
+        c = x.shape[1]
+        bn = {2: torch.nn.BatchNorm1d, 3: torch.nn.BatchNorm1d, 4: torch.nn.BatchNorm2d,
+              5: torch.nn.BatchNorm3d}[x.dim()](c, affine=affine, momentum=0.3)
+        if affine:
+            with torch.no_grad():
+                bn.weight.uniform_(0.5, 1.5)
+                bn.bias.uniform_(-1, 1)
+        with torch.no_grad():
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+        bn = bn.to(device=device, dtype=param_dtype or dtype).train(training)
+        xi = x.to(device=device, dtype=dtype, copy=True)  # a fresh leaf each run
+        if channels_last:
+            xi = xi.contiguous(memory_format=torch.channels_last)
+        xi.requires_grad_(True)
+        y = bn(xi)
+        grad = torch.linspace(-1, 1, y.numel()).reshape(y.shape).to(device=device, dtype=dtype)
+        y.backward(grad)
+        grads = [bn.weight.grad, bn.bias.grad] if affine else []
+        return [t.detach().cpu().float() for t in
+                [y, xi.grad, *grads, bn.running_mean, bn.running_var]]
+
+    @pytest.mark.parametrize("dtype", FLOATS)
+    @pytest.mark.parametrize("training", [True, False])
+    @pytest.mark.parametrize("shape", [(6, 3), (4, 3, 7), (2, 5, 4, 6), (2, 3, 2, 3, 4)])
+    def test_matches_cpu(self, shape, training, dtype):
+        x = torch.randn(shape) * 3 + 1
+        # The CPU has no float16 batch norm backward: compare with float32.
+        reference = torch.float32 if dtype == torch.float16 else dtype
+        with no_fallback("native_batch_norm", "native_batch_norm_backward"):
+            actual = self.run("maia", x, dtype, training)
+        expected = self.run("cpu", x, reference, training)
+        tol = {torch.float16: 2e-2, torch.bfloat16: 5e-2}.get(dtype, 1e-5)
+        for a, e in zip(actual, expected):
+            torch.testing.assert_close(a, e, rtol=tol, atol=tol)
+
+    @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+    def test_mixed_precision_parameters(self, dtype):
+        x = torch.randn(4, 3, 5, 5)
+        with no_fallback("native_batch_norm", "native_batch_norm_backward"):
+            actual = self.run("maia", x, dtype, True, param_dtype=torch.float32)
+        expected = self.run("cpu", x, torch.float32, True)
+        for a, e in zip(actual, expected):
+            torch.testing.assert_close(a, e, rtol=5e-2, atol=5e-2)
+
+    def test_without_affine_and_channels_last(self):
+        x = torch.randn(2, 4, 5, 5)
+        with no_fallback("native_batch_norm", "native_batch_norm_backward"):
+            plain = self.run("maia", x, torch.float32, True, affine=False)
+            last = self.run("maia", x, torch.float32, True, channels_last=True)
+        for a, e in zip(plain, self.run("cpu", x, torch.float32, True, affine=False)):
+            torch.testing.assert_close(a, e)
+        for a, e in zip(last, self.run("cpu", x, torch.float32, True)):
+            torch.testing.assert_close(a, e)
+
+    def test_cnn_trains(self):
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.BatchNorm2d(8),
+                                    torch.nn.ReLU(), torch.nn.Flatten(),
+                                    torch.nn.Linear(8 * 6 * 6, 2)).to("maia")
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        x, target = torch.randn(16, 3, 8, 8, device="maia"), torch.randint(0, 2, (16,))
+        losses = []
+        with no_fallback("native_batch_norm", "native_batch_norm_backward"):
+            for _ in range(10):
+                loss = torch.nn.functional.cross_entropy(model(x), target.to("maia"))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(loss.item())
+        assert losses[-1] < losses[0]
+        assert model[1].num_batches_tracked.item() == 10
