@@ -11,6 +11,7 @@
 
 #include "maia/Dialect/Maia/MaiaDialect.h"
 #include "maia/Pipeline/Pipeline.h"
+#include "BuildId.h"  // generated: MAIA_COMPILER_BUILD_ID
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -687,7 +688,9 @@ mc::CompileResult mc::Compiler::compile(std::string_view source,
   return result;
 }
 
-const char *mc::getVersion() { return MAIA_COMPILER_VERSION; }
+const char *mc::getVersion() {
+  return MAIA_COMPILER_VERSION " build " MAIA_COMPILER_BUILD_ID;
+}
 
 std::string mc::getHostCPU() { return llvm::sys::getHostCPUName().str(); }
 
