@@ -1,5 +1,7 @@
 // Events: record, query, synchronize, timing, cross-stream and
 // cross-device ordering, misuse.
+#include <chrono>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -142,6 +144,35 @@ TEST(EventTest, ReRecordingTracksTheLatestRecord) {
   EXPECT_EQ(maiaEventQuery(event), maiaSuccess);
   MAIA_ASSERT_OK(maiaEventDestroy(event));
   MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+}
+
+// A wait holds the record it was enqueued for: recording the same event
+// again on another stream, which completes first, must not release it.
+TEST(EventTest, AWaitIsForTheRecordItWasEnqueuedFor) {
+  maiaStream_t slow, fast, waiter;
+  MAIA_ASSERT_OK(maiaStreamCreate(&slow, 0));
+  MAIA_ASSERT_OK(maiaStreamCreate(&fast, 0));
+  MAIA_ASSERT_OK(maiaStreamCreate(&waiter, 0));
+  maiaEvent_t event;
+  MAIA_ASSERT_OK(maiaEventCreate(&event, maiaEventDisableTiming));
+  Gate gate, released;
+  MAIA_ASSERT_OK(maiaLaunchHostFunc(slow, Gate::wait, &gate));
+  MAIA_ASSERT_OK(maiaEventRecord(event, slow));
+  MAIA_ASSERT_OK(maiaStreamWaitEvent(waiter, event));
+  MAIA_ASSERT_OK(maiaLaunchHostFunc(
+      waiter, [](void* flag) { static_cast<Gate*>(flag)->open = true; }, &released));
+  MAIA_ASSERT_OK(maiaEventRecord(event, fast));
+  MAIA_ASSERT_OK(maiaStreamSynchronize(fast));
+  EXPECT_EQ(maiaEventQuery(event), maiaSuccess) << "query follows the latest record";
+  // The waiter had every chance to run if it were (wrongly) released.
+  for (int i = 0; i < 200 && !released.open.load(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_FALSE(released.open.load()) << "the wait was released by a later record";
+  gate.open = true;
+  MAIA_ASSERT_OK(maiaStreamSynchronize(waiter));
+  EXPECT_TRUE(released.open.load());
+  MAIA_ASSERT_OK(maiaEventDestroy(event));
+  for (maiaStream_t s : {slow, fast, waiter}) MAIA_ASSERT_OK(maiaStreamDestroy(s));
 }
 
 }  // namespace

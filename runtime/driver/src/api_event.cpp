@@ -14,15 +14,12 @@ HandleRegistry<Event>& registry() {
   return *events;
 }
 
-Status requireRecorded(const Event& event, const char* what) {
-  if (event.recorded.load(std::memory_order_acquire) != 0) return {};
+/// The event's latest record, or an error naming what needed one.
+Status latestRecord(const Event& event, const char* what, std::shared_ptr<EventRecord>* out) {
+  *out = event.latest();
+  if (*out) return {};
   return makeError(maiaErrorEventNotRecorded, what, ": event ",
                    static_cast<const void*>(&event), " was never recorded");
-}
-
-bool isComplete(const Event& event) {
-  return event.completed.load(std::memory_order_acquire) >=
-         event.recorded.load(std::memory_order_acquire);
 }
 
 }  // namespace
@@ -68,29 +65,31 @@ maiaError_t maiaEventRecord(maiaEvent_t event, maiaStream_t stream) {
   MAIA_RETURN_REPORT(resolveEvent(event, &marker));
   std::shared_ptr<Stream> target;
   MAIA_RETURN_REPORT(resolveStream(stream, &target));
-  marker->device.store(target->device, std::memory_order_release);
-  uint64_t generation = marker->recorded.fetch_add(1, std::memory_order_acq_rel) + 1;
-  return report(enqueue(target.get(),
-                        std::make_unique<EventRecordCommand>(std::move(marker), generation)));
+  auto record = std::make_shared<EventRecord>();
+  // Published only once queued: a record refused (e.g. by a sticky error)
+  // leaves the event as it was, so nothing waits for a record never run.
+  MAIA_RETURN_REPORT(enqueue(target.get(), std::make_unique<EventRecordCommand>(record)));
+  marker->publish(std::move(record), target->device);
+  return maiaSuccess;
 }
 
 maiaError_t maiaEventQuery(maiaEvent_t event) {
   MAIA_API_ENTER();
   std::shared_ptr<Event> marker;
   MAIA_RETURN_REPORT(resolveEvent(event, &marker));
-  MAIA_RETURN_REPORT(requireRecorded(*marker, "maiaEventQuery"));
-  return isComplete(*marker) ? maiaSuccess : maiaErrorNotReady;
+  std::shared_ptr<EventRecord> record;
+  MAIA_RETURN_REPORT(latestRecord(*marker, "maiaEventQuery", &record));
+  return record->done.load(std::memory_order_acquire) ? maiaSuccess : maiaErrorNotReady;
 }
 
 maiaError_t maiaEventSynchronize(maiaEvent_t event) {
   MAIA_API_ENTER();
   std::shared_ptr<Event> marker;
   MAIA_RETURN_REPORT(resolveEvent(event, &marker));
-  MAIA_RETURN_REPORT(requireRecorded(*marker, "maiaEventSynchronize"));
-  uint64_t target = marker->recorded.load(std::memory_order_acquire);
-  scheduler().waitUntil(
-      [&] { return marker->completed.load(std::memory_order_acquire) >= target; }, nullptr);
-  return report(marker->device.load(std::memory_order_acquire)->stickyError());
+  std::shared_ptr<EventRecord> record;
+  MAIA_RETURN_REPORT(latestRecord(*marker, "maiaEventSynchronize", &record));
+  scheduler().waitUntil([&] { return record->done.load(std::memory_order_acquire); }, nullptr);
+  return report(marker->device()->stickyError());
 }
 
 maiaError_t maiaEventElapsedTime(float* out_ms, maiaEvent_t start, maiaEvent_t end) {
@@ -103,13 +102,14 @@ maiaError_t maiaEventElapsedTime(float* out_ms, maiaEvent_t start, maiaEvent_t e
     return report(makeError(maiaErrorEventNoTiming, "maiaEventElapsedTime: the ",
                             first->timing ? "end" : "start",
                             " event was created with maiaEventDisableTiming"));
-  MAIA_RETURN_REPORT(requireRecorded(*first, "maiaEventElapsedTime (start)"));
-  MAIA_RETURN_REPORT(requireRecorded(*second, "maiaEventElapsedTime (end)"));
-  if (!isComplete(*first) || !isComplete(*second)) {
+  std::shared_ptr<EventRecord> from, to;
+  MAIA_RETURN_REPORT(latestRecord(*first, "maiaEventElapsedTime (start)", &from));
+  MAIA_RETURN_REPORT(latestRecord(*second, "maiaEventElapsedTime (end)", &to));
+  if (!from->done.load(std::memory_order_acquire) || !to->done.load(std::memory_order_acquire)) {
     return report(makeError(maiaErrorNotReady,
                             "maiaEventElapsedTime: an event's recorded work is not complete"));
   }
-  int64_t ns = second->timestamp_ns.load() - first->timestamp_ns.load();
+  int64_t ns = to->timestamp_ns.load() - from->timestamp_ns.load();
   *out_ms = static_cast<float>(static_cast<double>(ns) / 1e6);
   return maiaSuccess;
 }

@@ -98,13 +98,13 @@ maiaError_t maiaStreamWaitEvent(maiaStream_t stream, maiaEvent_t event) {
   MAIA_RETURN_REPORT(resolveStream(stream, &target));
   std::shared_ptr<Event> marker;
   MAIA_RETURN_REPORT(resolveEvent(event, &marker));
-  uint64_t generation = marker->recorded.load(std::memory_order_acquire);
-  if (generation == 0)
+  std::shared_ptr<EventRecord> record = marker->latest();
+  if (!record)
     return report(makeError(maiaErrorEventNotRecorded, "maiaStreamWaitEvent: event ",
                             static_cast<const void*>(event),
                             " was never recorded, so there is nothing to wait for"));
   return report(
-      enqueue(target.get(), std::make_unique<EventWaitCommand>(std::move(marker), generation)));
+      enqueue(target.get(), std::make_unique<EventWaitCommand>(std::move(record))));
 }
 
 maiaError_t maiaLaunchHostFunc(maiaStream_t stream, maiaHostFn_t fn, void* user_data) {

@@ -13,12 +13,8 @@ void EventRecordCommand::runChunk(int64_t) {
 }
 
 void EventRecordCommand::finish() {
-  std::lock_guard<std::mutex> lock(event_->mutex);
-  // Records of one event on two streams may finish out of order: the event
-  // reflects its latest record.
-  if (generation_ < event_->completed.load(std::memory_order_relaxed)) return;
-  event_->timestamp_ns.store(timestamp_ns_, std::memory_order_relaxed);
-  event_->completed.store(generation_, std::memory_order_release);
+  record_->timestamp_ns.store(timestamp_ns_, std::memory_order_relaxed);
+  record_->done.store(true, std::memory_order_release);
 }
 
 }  // namespace maia::driver

@@ -15,18 +15,44 @@ namespace maia::driver {
 class Device;
 }
 
+namespace maia::driver {
+
+/// One maiaEventRecord call: complete once its stream has passed it. Waits
+/// hold the record they were enqueued for, so a later record of the same
+/// event on another stream, completing first, releases none of them.
+struct EventRecord {
+  std::atomic<bool> done{false};
+  std::atomic<int64_t> timestamp_ns{0};  // written before done
+};
+
+}  // namespace maia::driver
+
 struct maiaEvent {
   explicit maiaEvent(bool with_timing) : timing(with_timing) {}
 
+  /// The latest record queued successfully (what query, synchronize and a
+  /// new wait refer to, as in CUDA), and its device, whose sticky error is
+  /// the event's; null until the first record.
+  std::shared_ptr<maia::driver::EventRecord> latest() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return latest_;
+  }
+  maia::driver::Device* device() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return device_;
+  }
+  void publish(std::shared_ptr<maia::driver::EventRecord> record, maia::driver::Device* device) {
+    std::lock_guard<std::mutex> lock(mutex);
+    latest_ = std::move(record);
+    device_ = device;
+  }
+
   const bool timing;
-  /// Generation of the latest record call / of the latest record executed.
-  /// The event is complete when completed >= recorded.
-  std::atomic<uint64_t> recorded{0};
-  std::atomic<uint64_t> completed{0};
-  std::atomic<int64_t> timestamp_ns{0};
-  /// Device of the latest record: its sticky error is the event's.
-  std::atomic<maia::driver::Device*> device{nullptr};
-  std::mutex mutex;  // orders completions of records racing on two streams
+
+ private:
+  mutable std::mutex mutex;
+  std::shared_ptr<maia::driver::EventRecord> latest_;
+  maia::driver::Device* device_ = nullptr;
 };
 
 namespace maia::driver {
@@ -38,34 +64,28 @@ Status resolveEvent(maiaEvent_t handle, std::shared_ptr<Event>* out);
 /// Runs on a device core when the stream reaches the record.
 class EventRecordCommand final : public Command {
  public:
-  EventRecordCommand(std::shared_ptr<Event> event, uint64_t generation)
-      : event_(std::move(event)), generation_(generation) {}
+  explicit EventRecordCommand(std::shared_ptr<EventRecord> record) : record_(std::move(record)) {}
   void runChunk(int64_t) override;
   void finish() override;
   bool skippedOnFault() const override { return false; }
   std::string describe() const override { return "event record"; }
 
  private:
-  std::shared_ptr<Event> event_;
-  uint64_t generation_;
+  std::shared_ptr<EventRecord> record_;
   int64_t timestamp_ns_ = 0;
 };
 
-/// Holds its stream until the event's record (as of enqueue time) completes.
+/// Holds its stream until the record it was enqueued for completes.
 class EventWaitCommand final : public Command {
  public:
-  EventWaitCommand(std::shared_ptr<Event> event, uint64_t generation)
-      : event_(std::move(event)), generation_(generation) {}
-  bool ready() const override {
-    return event_->completed.load(std::memory_order_acquire) >= generation_;
-  }
+  explicit EventWaitCommand(std::shared_ptr<EventRecord> record) : record_(std::move(record)) {}
+  bool ready() const override { return record_->done.load(std::memory_order_acquire); }
   void runChunk(int64_t) override {}
   bool skippedOnFault() const override { return false; }
   std::string describe() const override { return "event wait"; }
 
  private:
-  std::shared_ptr<Event> event_;
-  uint64_t generation_;
+  std::shared_ptr<EventRecord> record_;
 };
 
 }  // namespace maia::driver
