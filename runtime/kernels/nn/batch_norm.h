@@ -33,14 +33,17 @@ void forChannelRows(const MemRef<T, 3>& m, int64_t c, Row&& row) {
 // training, flags (bit 0 weight, 1 bias, 2 running_mean, 3 running_var).
 // Training: batch statistics (biased variance for invstd), written to
 // save_mean/save_invstd, and the running statistics updated in place
-// (unbiased variance). Evaluation: the running statistics normalize.
+// (unbiased variance). Evaluation: the running statistics normalize, and
+// save_mean/save_invstd receive the running mean and its invstd. The saved
+// statistics are of the compute type (float32 for float16/bfloat16): what
+// PyTorch's native_batch_norm returns on accelerators.
 template <typename T>
 void batchNorm(void* const* args, const maia_grid_t* grid) {
   using C = compute_t<T>;
   const auto& out = memref<T, 3>(args, 0);
   const auto& x = memref<T, 3>(args, 1);
-  const auto& save_mean = memref<T, 1>(args, 2);
-  const auto& save_invstd = memref<T, 1>(args, 3);
+  const auto& save_mean = memref<C, 1>(args, 2);
+  const auto& save_invstd = memref<C, 1>(args, 3);
   const auto& weight = memref<T, 1>(args, 4);
   const auto& bias = memref<T, 1>(args, 5);
   const auto& running_mean = memref<T, 1>(args, 6);
@@ -66,8 +69,8 @@ void batchNorm(void* const* args, const maia_grid_t* grid) {
           squares += d * d;
         }
       });
-      at1(save_mean, c) = store<T>(m);
-      at1(save_invstd, c) = store<T>(1.0 / std::sqrt(squares / count + eps));
+      mean = static_cast<C>(m);
+      invstd = static_cast<C>(1.0 / std::sqrt(squares / count + eps));
       if (flags & 4)
         at1(running_mean, c) = store<T>(
             momentum * m + (1 - momentum) * static_cast<double>(load(at1(running_mean, c))));
@@ -75,13 +78,13 @@ void batchNorm(void* const* args, const maia_grid_t* grid) {
         at1(running_var, c) = store<T>(
             momentum * squares / (count - 1) +
             (1 - momentum) * static_cast<double>(load(at1(running_var, c))));
-      mean = static_cast<C>(load(at1(save_mean, c)));
-      invstd = static_cast<C>(load(at1(save_invstd, c)));
     } else {
       mean = static_cast<C>(load(at1(running_mean, c)));
       invstd = static_cast<C>(
           1.0 / std::sqrt(static_cast<double>(load(at1(running_var, c))) + eps));
     }
+    at1(save_mean, c) = mean;
+    at1(save_invstd, c) = invstd;
     const C w = (flags & 1) ? static_cast<C>(load(at1(weight, c))) : C(1);
     const C b = (flags & 2) ? static_cast<C>(load(at1(bias, c))) : C(0);
     const C alpha = invstd * w, beta = b - mean * alpha;
@@ -96,7 +99,7 @@ void batchNorm(void* const* args, const maia_grid_t* grid) {
 }
 
 // args: grad_input, grad_out, x (N, C, L); grad_weight, grad_bias, weight,
-// mean, invstd_or_var (C); eps; training; flags (bit 0 weight defined,
+// mean, invstd_or_var (C, of the compute type); eps; training; flags (bit 0 weight defined,
 // 1 grad_input wanted, 2 grad_weight wanted, 3 grad_bias wanted).
 // Training: mean/invstd are the forward's saved statistics; evaluation:
 // the running mean and variance.
@@ -109,8 +112,8 @@ void batchNormBackward(void* const* args, const maia_grid_t* grid) {
   const auto& gw = memref<T, 1>(args, 3);
   const auto& gb = memref<T, 1>(args, 4);
   const auto& weight = memref<T, 1>(args, 5);
-  const auto& mean_in = memref<T, 1>(args, 6);
-  const auto& stat = memref<T, 1>(args, 7);
+  const auto& mean_in = memref<C, 1>(args, 6);
+  const auto& stat = memref<C, 1>(args, 7);
   const double eps = scalar<double>(args, 8);
   const bool training = scalar<int64_t>(args, 9) != 0;
   const int64_t flags = scalar<int64_t>(args, 10);
@@ -118,8 +121,8 @@ void batchNormBackward(void* const* args, const maia_grid_t* grid) {
   const double count = static_cast<double>(batch * length);
   auto slice = maia_kernel::programSlice(grid, x.sizes[1]);
   for (int64_t c = slice.begin; c < slice.end; ++c) {
-    const double mean = static_cast<double>(load(at1(mean_in, c)));
-    const double s = static_cast<double>(load(at1(stat, c)));
+    const double mean = static_cast<double>(at1(mean_in, c));
+    const double s = static_cast<double>(at1(stat, c));
     const double invstd = training ? s : 1.0 / std::sqrt(s + eps);
     double sum_dy = 0, dot = 0;
     for (int64_t n = 0; n < batch; ++n) {

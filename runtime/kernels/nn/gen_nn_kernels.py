@@ -31,14 +31,15 @@ def s(dtype):
 KERNELS = [
     ("softmax", FLOAT, [m("T", 3), m("T", 3), s("i64")], "softmax<{t}>"),
     ("softmax_bwd", FLOAT, [m("T", 3), m("T", 3), m("T", 3), s("i64")], "softmaxBackward<{t}>"),
+    # mean/rstd ("C") are of the compute type: f32 for f16/bf16
     ("layer_norm", FLOAT,
-     [m("T", 2), m("T", 2), m("T", 1), m("T", 1), m("T", 1), m("T", 1), s("f64"), s("i64"),
+     [m("T", 2), m("T", 2), m("T", 1), m("T", 1), m("C", 1), m("C", 1), s("f64"), s("i64"),
       s("i64")], "layerNorm<{t}>"),
     ("layer_norm_bwd", FLOAT,
-     [m("T", 2), m("T", 2), m("T", 2), m("T", 1), m("T", 1), m("T", 1), s("i64")],
+     [m("T", 2), m("T", 2), m("T", 2), m("C", 1), m("C", 1), m("T", 1), s("i64")],
      "layerNormBackward<{t}>"),
     ("layer_norm_bwd_wb", FLOAT,
-     [m("T", 1), m("T", 1), m("T", 2), m("T", 2), m("T", 1), m("T", 1), s("i64"), s("i64")],
+     [m("T", 1), m("T", 1), m("T", 2), m("T", 2), m("C", 1), m("C", 1), s("i64"), s("i64")],
      "layerNormBackwardWeights<{t}>"),
     ("nll_loss", FLOAT,
      [m("T", 1), m("T", 1), m("T", 2), m("i64", 1), m("T", 1), s("i64"), s("i64"), s("i64")],
@@ -78,9 +79,10 @@ KERNELS = [
     ("arange", NUMERIC, [m("T", 1), s("f64"), s("f64"), s("i64"), s("i64"), s("i64"), s("i64")],
      "arange<{t}>"),
     # batch_norm.h
-    ("batch_norm", FLOAT, [m("T", 3), m("T", 3)] + [m("T", 1)] * 6 +
+    ("batch_norm", FLOAT, [m("T", 3), m("T", 3), m("C", 1), m("C", 1)] + [m("T", 1)] * 4 +
      [s("f64"), s("f64"), s("i64"), s("i64")], "batchNorm<{t}>"),
-    ("batch_norm_bwd", FLOAT, [m("T", 3)] * 3 + [m("T", 1)] * 5 + [s("f64"), s("i64"), s("i64")],
+    ("batch_norm_bwd", FLOAT,
+     [m("T", 3)] * 3 + [m("T", 1)] * 3 + [m("C", 1)] * 2 + [s("f64"), s("i64"), s("i64")],
      "batchNormBackward<{t}>"),
 ]
 
@@ -98,13 +100,22 @@ using namespace maia_nn;
 """
 
 
+def _arg_dtype(placeholder, meta):
+    """T: the kernel's dtype; C: its compute type (f32 for f16/bf16)."""
+    if placeholder == "T":
+        return meta
+    if placeholder == "C":
+        return "f32" if meta in ("f16", "bf16") else meta
+    return placeholder
+
+
 def main(out_dir):
     kernels, source = [], [HEADER]
     for kernel, dtypes, args, call in KERNELS:
         for name, t, meta, _ in dtypes:
             symbol = f"{kernel}_{name}"
             kernels.append({"name": symbol, "symbol": symbol, "grid_rank": 1,
-                            "args": [dict(a, dtype=meta) if a["dtype"] == "T" else a
+                            "args": [dict(a, dtype=_arg_dtype(a["dtype"], meta))
                                      for a in args]})
             source.append(f"MAIA_KERNEL {symbol}(void* const* args, const maia_grid_t* grid) {{\n"
                           f"  {call.format(t=t)}(args, grid);\n}}\n")

@@ -235,8 +235,10 @@ void softmaxBackward(void* const* args, const maia_grid_t* grid) {
 // ---------------------------------------------------------------------------
 // layer_norm over the rows of an (M, N) memref with unit column stride.
 // args: out, in, weight, bias, mean, rstd, eps, has_weight, has_bias
-// (weight/bias are ignored when absent; mean and rstd have M elements;
-// rstd = 1/sqrt(biased var + eps), as PyTorch defines them).
+// (weight/bias are ignored when absent; mean and rstd have M elements of
+// the compute type, float32 for float16/bfloat16 inputs, as PyTorch's
+// native_layer_norm returns them on accelerators; rstd = 1/sqrt(biased
+// var + eps)).
 
 template <typename T>
 const T* row(const MemRef<T, 2>& m, int64_t r) {
@@ -259,8 +261,8 @@ void layerNorm(void* const* args, const maia_grid_t* grid) {
   const auto& in = memref<T, 2>(args, 1);
   const auto& weight = memref<T, 1>(args, 2);
   const auto& bias = memref<T, 1>(args, 3);
-  const auto& mean_out = memref<T, 1>(args, 4);
-  const auto& rstd_out = memref<T, 1>(args, 5);
+  const auto& mean_out = memref<C, 1>(args, 4);
+  const auto& rstd_out = memref<C, 1>(args, 5);
   const double eps = scalar<double>(args, 6);
   const bool has_w = scalar<int64_t>(args, 7) != 0, has_b = scalar<int64_t>(args, 8) != 0;
   const int64_t n = in.sizes[1];
@@ -281,8 +283,8 @@ void layerNorm(void* const* args, const maia_grid_t* grid) {
     }
     A var = n > 0 ? sq / n : A(0);
     A rstd = A(1) / std::sqrt(var + static_cast<A>(eps));
-    at1(mean_out, r) = store<T>(mean);
-    at1(rstd_out, r) = store<T>(rstd);
+    at1(mean_out, r) = static_cast<C>(mean);
+    at1(rstd_out, r) = static_cast<C>(rstd);
     const C m = static_cast<C>(mean), s = static_cast<C>(rstd);
     for (int64_t j = 0; j < n; ++j) {
       C v = (static_cast<C>(load(x[j])) - m) * s;
@@ -303,8 +305,8 @@ void layerNormBackward(void* const* args, const maia_grid_t* grid) {
   const auto& dx = memref<T, 2>(args, 0);
   const auto& dy = memref<T, 2>(args, 1);
   const auto& x = memref<T, 2>(args, 2);
-  const auto& mean = memref<T, 1>(args, 3);
-  const auto& rstd = memref<T, 1>(args, 4);
+  const auto& mean = memref<C, 1>(args, 3);
+  const auto& rstd = memref<C, 1>(args, 4);
   const auto& weight = memref<T, 1>(args, 5);
   const bool has_w = scalar<int64_t>(args, 6) != 0;
   const int64_t n = x.sizes[1];
@@ -315,7 +317,7 @@ void layerNormBackward(void* const* args, const maia_grid_t* grid) {
     const T* px = row(x, r);
     const T* pdy = row(dy, r);
     T* pdx = mutableRow(dx, r);
-    const A m = static_cast<A>(load(at1(mean, r))), s = static_cast<A>(load(at1(rstd, r)));
+    const A m = static_cast<A>(at1(mean, r)), s = static_cast<A>(at1(rstd, r));
     A sum_g = 0, sum_gx = 0;
     for (int64_t j = 0; j < n; ++j) {
       A g = static_cast<A>(load(pdy[j]));
@@ -345,8 +347,8 @@ void layerNormBackwardWeights(void* const* args, const maia_grid_t* grid) {
   const auto& db = memref<T, 1>(args, 1);
   const auto& dy = memref<T, 2>(args, 2);
   const auto& x = memref<T, 2>(args, 3);
-  const auto& mean = memref<T, 1>(args, 4);
-  const auto& rstd = memref<T, 1>(args, 5);
+  const auto& mean = memref<compute_t<T>, 1>(args, 4);
+  const auto& rstd = memref<compute_t<T>, 1>(args, 5);
   const bool want_w = scalar<int64_t>(args, 6) != 0, want_b = scalar<int64_t>(args, 7) != 0;
   const int64_t rows = x.sizes[0];
   auto slice = maia_kernel::programSlice(grid, x.sizes[1]);
@@ -359,7 +361,7 @@ void layerNormBackwardWeights(void* const* args, const maia_grid_t* grid) {
     for (int64_t r = 0; r < rows; ++r) {
       const T* px = row(x, r) + c0;
       const T* pdy = row(dy, r) + c0;
-      const A m = static_cast<A>(load(at1(mean, r))), s = static_cast<A>(load(at1(rstd, r)));
+      const A m = static_cast<A>(at1(mean, r)), s = static_cast<A>(at1(rstd, r));
       for (int64_t j = 0; j < count; ++j) {
         A g = static_cast<A>(load(pdy[j]));
         acc_w[j] += g * (static_cast<A>(load(px[j])) - m) * s;

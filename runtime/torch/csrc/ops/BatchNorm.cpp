@@ -6,6 +6,7 @@
 // Parameters and statistics have the input's dtype, except float16/bfloat16
 // inputs with float32 parameters (mixed precision), which compute in float32
 // as the CPU does: the statistics stay float32, the output is cast back.
+#include <ATen/OpMathType.h>
 #include <torch/library.h>
 
 #include <array>
@@ -82,21 +83,33 @@ std::tuple<Tensor, Tensor, Tensor> batchNorm(const Tensor& input,
   const int64_t length = batch * channels == 0 ? 0 : input.numel() / (batch * channels);
   Tensor x = dense(input, dtype);
   Tensor out = newEmpty(input.sizes(), x.options());
-  // Evaluation returns empty statistics, as the CPU does.
-  Tensor save_mean = newEmpty({training ? channels : 0}, x.options());
-  Tensor save_invstd = newEmpty({training ? channels : 0}, x.options());
+  // The saved statistics, of the compute type and also in evaluation (the
+  // running mean and its invstd): what PyTorch's fake kernel for non-CPU
+  // devices promises (CUDA's convention; the CPU returns empty ones in
+  // evaluation), so eager and compiled maia agree.
+  const auto stat_options = x.options().dtype(at::toOpMathType(dtype));
+  Tensor save_mean = newEmpty({channels}, stat_options);
+  Tensor save_invstd = newEmpty({channels}, stat_options);
   if (input.numel() > 0) {
     const int64_t flags = (weight.defined() ? 1 : 0) | (bias.defined() ? 2 : 0) |
                           (running_mean.defined() ? 4 : 0) | (running_var.defined() ? 8 : 0);
     launchNn("batch_norm", dtype,
              {rowMajorMemref(out, {batch, channels, length}),
               rowMajorMemref(x, {batch, channels, length}),
-              training ? memrefOf(save_mean) : rowMajorMemref(x, {0}),
-              training ? memrefOf(save_invstd) : rowMajorMemref(x, {0}), paramArg(weight, x), paramArg(bias, x),
+              memrefOf(save_mean), memrefOf(save_invstd), paramArg(weight, x), paramArg(bias, x),
               paramArg(running_mean, x), paramArg(running_var, x),
               maiaKernelArgFloat(maiaDtypeF64, eps), maiaKernelArgFloat(maiaDtypeF64, momentum),
               intArg(training ? 1 : 0), intArg(flags)},
              programsFor(channels, input.numel() * kWorkPerElement), input.device());
+  }
+  if (input.numel() == 0 && channels > 0) {  // no kernel ran: no batch statistics
+    if (training) {
+      save_mean.zero_();
+      save_invstd.zero_();
+    } else {
+      save_mean.copy_(running_mean);
+      save_invstd.copy_(running_var.to(save_invstd.scalar_type()).add(eps).rsqrt());
+    }
   }
   if (dtype != input.scalar_type()) out = out.to(input.scalar_type());
   return {out, save_mean, save_invstd};
@@ -112,7 +125,12 @@ std::tuple<Tensor, Tensor, Tensor> batchNormBackward(
   const Tensor& stat = orUndefined(training ? save_invstd_opt : running_var_opt);
   TORCH_CHECK(mean.defined() && stat.defined(), "batch_norm backward: expected the ",
               training ? "saved statistics" : "running statistics");
-  const c10::ScalarType dtype = computeType(input, {&weight, &mean, &stat});
+  // The saved statistics are of the compute type whatever the parameters'
+  // dtype; the running statistics in evaluation are parameters.
+  const c10::ScalarType dtype = training ? computeType(input, {&weight})
+                                         : computeType(input, {&weight, &mean, &stat});
+  const auto stat_dtype = at::toOpMathType(dtype);
+  const Tensor mean_c = mean.to(stat_dtype).contiguous(), stat_c = stat.to(stat_dtype).contiguous();
   const int64_t batch = input.size(0), channels = input.size(1);
   const int64_t length = batch * channels == 0 ? 0 : input.numel() / (batch * channels);
   Tensor x = dense(input, dtype), dy = dense(grad_out, dtype);
@@ -133,7 +151,7 @@ std::tuple<Tensor, Tensor, Tensor> batchNormBackward(
                {rowMajorMemref(gi, {batch, channels, length}),
                 rowMajorMemref(dy, {batch, channels, length}),
                 rowMajorMemref(x, {batch, channels, length}), paramArg(grad_weight, x),
-                paramArg(grad_bias, x), paramArg(weight, x), memrefOf(mean), memrefOf(stat),
+                paramArg(grad_bias, x), paramArg(weight, x), memrefOf(mean_c), memrefOf(stat_c),
                 maiaKernelArgFloat(maiaDtypeF64, eps), intArg(training ? 1 : 0), intArg(flags)},
                programsFor(channels, input.numel() * kWorkPerElement), input.device());
     }
@@ -143,8 +161,28 @@ std::tuple<Tensor, Tensor, Tensor> batchNormBackward(
   return {grad_input, grad_weight, grad_bias};
 }
 
+/// _native_batch_norm_legit (what decompositions and export emit): the same
+/// kernel; running statistics are updated in place when training.
+std::tuple<Tensor, Tensor, Tensor> batchNormLegit(const Tensor& input,
+                                                  const std::optional<Tensor>& weight,
+                                                  const std::optional<Tensor>& bias,
+                                                  Tensor& running_mean, Tensor& running_var,
+                                                  bool training, double momentum, double eps) {
+  return batchNorm(input, weight, bias, running_mean, running_var, training, momentum, eps);
+}
+
+std::tuple<Tensor, Tensor, Tensor> batchNormLegitNoStats(const Tensor& input,
+                                                         const std::optional<Tensor>& weight,
+                                                         const std::optional<Tensor>& bias,
+                                                         bool training, double momentum,
+                                                         double eps) {
+  return batchNorm(input, weight, bias, std::nullopt, std::nullopt, training, momentum, eps);
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("native_batch_norm", &batchNorm);
+  m.impl("_native_batch_norm_legit", &batchNormLegit);
+  m.impl("_native_batch_norm_legit.no_stats", &batchNormLegitNoStats);
   m.impl("native_batch_norm_backward", &batchNormBackward);
 }
 

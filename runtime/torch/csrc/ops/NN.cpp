@@ -11,6 +11,7 @@
 // driver reports as a sticky device error naming the kernel at the next
 // synchronizing call, like CUDA's device-side assert.
 #include <ATen/ExpandUtils.h>
+#include <ATen/OpMathType.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/native/ScatterGatherChecks.h>
@@ -107,7 +108,10 @@ std::tuple<Tensor, Tensor, Tensor> layerNorm(const Tensor& input,
   const int64_t m = prod(input.sizes(), 0, axis), n = prod(input.sizes(), axis, input.dim());
   Tensor x = input.contiguous().view({m, n});
   Tensor out = newEmpty({m, n}, x.options());
-  Tensor mean = newEmpty({m}, x.options()), rstd = newEmpty({m}, x.options());
+  // The statistics in the compute type (float32 for half types), as the
+  // fake kernel PyTorch's compiler uses for non-CPU devices says (CUDA's).
+  const auto stat_options = x.options().dtype(at::toOpMathType(x.scalar_type()));
+  Tensor mean = newEmpty({m}, stat_options), rstd = newEmpty({m}, stat_options);
   auto param = [&](const std::optional<Tensor>& p, const char* what) -> Tensor {
     if (!p.has_value() || !p->defined()) return Tensor();
     TORCH_CHECK(p->numel() == n, "layer_norm: expected ", what, " of ", n,
@@ -117,8 +121,8 @@ std::tuple<Tensor, Tensor, Tensor> layerNorm(const Tensor& input,
   Tensor w = param(weight_opt, "weight"), b = param(bias_opt, "bias");
   if (m > 0) {
     launchNn("layer_norm", x.scalar_type(),
-           {memrefOf(out), memrefOf(x), memrefOf(w.defined() ? w : mean),
-            memrefOf(b.defined() ? b : mean), memrefOf(mean), memrefOf(rstd),
+           {memrefOf(out), memrefOf(x), memrefOf(w.defined() ? w : out.view({-1})),
+            memrefOf(b.defined() ? b : out.view({-1})), memrefOf(mean), memrefOf(rstd),
             maiaKernelArgFloat(maiaDtypeF64, eps), intArg(w.defined()), intArg(b.defined())},
            programsFor(m, m * n), x.device());
   }
@@ -138,8 +142,9 @@ std::tuple<Tensor, Tensor, Tensor> layerNormBackward(
   const auto dtype = input.scalar_type();
   Tensor x = input.contiguous().view({m, n});
   Tensor dy = grad_out.to(dtype).contiguous().view({m, n});
-  Tensor mean = mean_in.to(dtype).contiguous().view({m});
-  Tensor rstd = rstd_in.to(dtype).contiguous().view({m});
+  const auto stat_dtype = at::toOpMathType(dtype);
+  Tensor mean = mean_in.to(stat_dtype).contiguous().view({m});
+  Tensor rstd = rstd_in.to(stat_dtype).contiguous().view({m});
   const bool has_w = weight_opt.has_value() && weight_opt->defined();
   const bool has_b = bias_opt.has_value() && bias_opt->defined();
   Tensor w = has_w ? weight_opt->to(dtype).contiguous().view({n}) : Tensor();
@@ -149,7 +154,7 @@ std::tuple<Tensor, Tensor, Tensor> layerNormBackward(
     if (m > 0)
       launchNn("layer_norm_bwd", dtype,
              {memrefOf(dx), memrefOf(dy), memrefOf(x), memrefOf(mean), memrefOf(rstd),
-              memrefOf(has_w ? w : mean), intArg(has_w)},
+              memrefOf(has_w ? w : x.view({-1})), intArg(has_w)},
              programsFor(m, m * n), x.device());
     dx = dx.view(input.sizes());
   }
