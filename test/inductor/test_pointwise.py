@@ -160,3 +160,12 @@ def test_no_host_fallback_inside_compiled_graph():
     torch.maia.reset_fallback_counts()
     assert_compiled_matches(lambda x: (x.exp() + 1).log().sum(-1), torch.randn(64, 64))
     assert torch.maia.fallback_counts() == {}
+
+
+@pytest.mark.parametrize("name", ["sinh", "cosh", "tan", "asin", "acos", "atan", "asinh",
+                                  "acosh", "atanh", "tanh", "erf", "erfc", "exp", "log1p"])
+def test_float64_math(name):
+    # No polynomial for float64: these are libm calls (maia-math-to-libm).
+    fn = getattr(torch, name)
+    x = torch.rand(300, dtype=torch.float64) * 0.9 + (1.05 if name == "acosh" else 0.01)
+    assert_compiled_matches(fn, x, dtype=torch.float64, atol=1e-12, rtol=1e-12)

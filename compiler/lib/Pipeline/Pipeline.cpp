@@ -48,6 +48,9 @@ void mlir::maia::buildLowerToLLVMPipeline(OpPassManager &pm,
   // MAIA specifics first, while kernels are still recognizable.
   pm.addPass(createMaiaLowerKernelABI());
   pm.addPass(createMaiaApproximateMath());
+  // float64 math has no approximation: libm calls (LLVM has no intrinsic
+  // for most of these functions).
+  pm.addPass(createMaiaMathToLibm());
   // Structured control flow and n-D vector transfers to loops and branches.
   pm.addPass(createConvertVectorToSCFPass());
   pm.addPass(createLowerAffinePass());

@@ -13,6 +13,9 @@ class LLVMDialect;
 namespace arith {
 class ArithDialect;
 } // namespace arith
+namespace func {
+class FuncDialect;
+} // namespace func
 namespace math {
 class MathDialect;
 } // namespace math

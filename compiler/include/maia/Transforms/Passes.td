@@ -77,4 +77,29 @@ def MaiaApproximateMath : Pass<"maia-approximate-math"> {
   ];
 }
 
+def MaiaMathToLibm : Pass<"maia-math-to-libm", "::mlir::ModuleOp"> {
+  let summary = "Lower float64 math functions to libm calls";
+  let description = [{
+    float64 `math` ops (sinh, atan2, erf, ...) have no polynomial
+    approximation and most have no LLVM intrinsic: this pass turns them into
+    calls of libm's routines (vectors lane by lane), declaring the functions
+    it calls. It touches only ops whose element type is f64; f32 math is
+    `maia-approximate-math`'s, and ops such as `math.copysign` or integer
+    `math.absi` lower to LLVM directly. Run it after
+    `maia-approximate-math`.
+
+    ```mlir
+    %y = math.sinh %x : f64
+    ```
+    becomes
+    ```mlir
+    %y = func.call @sinh(%x) : (f64) -> f64
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 #endif // MAIA_TRANSFORMS_PASSES_TD

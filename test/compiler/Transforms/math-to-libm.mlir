@@ -1,0 +1,31 @@
+// RUN: maia-opt %s -maia-math-to-libm -split-input-file | FileCheck %s
+
+// float64 math becomes libm calls, vectors lane by lane.
+// CHECK-DAG: func.func private @sinh(f64) -> f64
+// CHECK-DAG: func.func private @atan2(f64, f64) -> f64
+// CHECK-LABEL: func.func @f64_math(
+// CHECK-COUNT-2: call @sinh({{.*}}) : (f64) -> f64
+// CHECK: call @atan2({{.*}}) : (f64, f64) -> f64
+// CHECK-NOT: math.
+func.func @f64_math(%v: vector<2xf64>, %s: f64) -> (vector<2xf64>, f64) {
+  %a = math.sinh %v : vector<2xf64>
+  %b = math.atan2 %s, %s : f64
+  return %a, %b : vector<2xf64>, f64
+}
+
+// -----
+
+// float32 and integer math is left alone: it has approximations or lowers
+// to LLVM directly.
+// CHECK-LABEL: func.func @other_math(
+// CHECK: math.copysign
+// CHECK: math.absi
+// CHECK: math.sinh
+// CHECK-NOT: call
+func.func @other_math(%v: vector<16xf32>, %i: vector<16xi8>, %s: f32)
+    -> (vector<16xf32>, vector<16xi8>, f32) {
+  %a = math.copysign %v, %v : vector<16xf32>
+  %b = math.absi %i : vector<16xi8>
+  %c = math.sinh %s : f32
+  return %a, %b, %c : vector<16xf32>, vector<16xi8>, f32
+}
