@@ -1,5 +1,7 @@
 #include "elf_dynamic.h"
 
+#include "elf_bytes.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -83,11 +85,11 @@ const char* relocationName(uint32_t type) {
 // entries, and a corrupt link must not make validation itself spin.
 constexpr uint64_t kMaxVersionEntries = 4096;
 
-class DynamicChecker {
+class DynamicChecker : private UntrustedElfBytes {
  public:
   DynamicChecker(std::span<const std::byte> bytes, std::span<const Elf64_Phdr> segments,
                  const Elf64_Phdr& dynamic, const Elf64_Phdr* tls, const std::string& origin)
-      : bytes_(bytes), segments_(segments), dynamic_(dynamic), tls_(tls), origin_(origin) {}
+      : UntrustedElfBytes(bytes, origin), segments_(segments), dynamic_(dynamic), tls_(tls) {}
 
   Status run(std::vector<std::byte>* out_mapped_dynamic) {
     MAIA_RETURN_IF_ERROR(readEntries());
@@ -102,17 +104,6 @@ class DynamicChecker {
   }
 
  private:
-  template <typename... Parts>
-  Status fail(const Parts&... parts) const {
-    return makeError(maiaErrorInvalidImage, origin_, ": ", parts...);
-  }
-
-  template <typename T>
-  T read(uint64_t offset) const {
-    T value;
-    std::memcpy(&value, bytes_.data() + offset, sizeof(T));
-    return value;
-  }
 
   std::optional<uint64_t> value(int64_t tag) const {
     auto it = values_.find(tag);
@@ -503,11 +494,9 @@ class DynamicChecker {
     }
   }
 
-  std::span<const std::byte> bytes_;
   std::span<const Elf64_Phdr> segments_;
   const Elf64_Phdr& dynamic_;
   const Elf64_Phdr* tls_;
-  const std::string& origin_;
   std::vector<Elf64_Dyn> entries_;  // without the terminator
   uint64_t array_entries_ = 0;      // with the terminator
   std::map<int64_t, uint64_t> values_;

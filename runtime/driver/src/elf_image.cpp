@@ -2,6 +2,7 @@
 
 #include <elf.h>
 
+#include "elf_bytes.h"
 #include "elf_dynamic.h"
 
 #include <cstdint>
@@ -44,10 +45,10 @@ std::string segmentTypeName(uint32_t type) {
 
 /// One pass over untrusted ELF bytes. Every read is range-checked first and
 /// copied out (the caller's buffer need not be aligned for ELF structures).
-class ElfChecker {
+class ElfChecker : private UntrustedElfBytes {
  public:
   ElfChecker(std::span<const std::byte> bytes, const std::string& origin)
-      : bytes_(bytes), origin_(origin) {}
+      : UntrustedElfBytes(bytes, origin) {}
 
   Status run(ValidatedElf* out) {
     MAIA_RETURN_IF_ERROR(checkHeader());
@@ -63,17 +64,6 @@ class ElfChecker {
   }
 
  private:
-  template <typename... Parts>
-  Status fail(const Parts&... parts) const {
-    return makeError(maiaErrorInvalidImage, origin_, ": ", parts...);
-  }
-
-  template <typename T>
-  T read(uint64_t offset) const {
-    T value;
-    std::memcpy(&value, bytes_.data() + offset, sizeof(T));
-    return value;
-  }
 
   /// Fails unless [offset, offset + size) lies inside the file.
   Status checkInFile(const std::string& what, uint64_t offset, uint64_t size) const {
@@ -386,8 +376,6 @@ class ElfChecker {
     return {};
   }
 
-  std::span<const std::byte> bytes_;
-  const std::string& origin_;
   Elf64_Ehdr header_{};
   std::vector<Elf64_Shdr> sections_;
   std::vector<std::string> names_;
