@@ -82,9 +82,13 @@ c10::StreamId createStream(c10::DeviceIndex device, int priority) {
 }  // namespace
 
 std::pair<int, int> priorityRange() {
-  int least = 0, greatest = 0;
-  MAIA_CHECK(maiaDeviceGetStreamPriorityRange(&least, &greatest));
-  return {least, greatest};
+  // Fixed by the driver: asked once, not on every stream request.
+  static const std::pair<int, int> range = [] {
+    int least = 0, greatest = 0;
+    MAIA_CHECK(maiaDeviceGetStreamPriorityRange(&least, &greatest));
+    return std::pair<int, int>{least, greatest};
+  }();
+  return range;
 }
 
 maiaStream_t driverStream(const c10::Stream& stream) {
