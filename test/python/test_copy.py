@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from stream_support import keep_busy
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64,
           torch.int32, torch.int8, torch.uint8, torch.bool]
@@ -98,14 +99,6 @@ class TestCopy:
         y = torch.empty(0, device="maia")
         y.set_(x.untyped_storage(), 0, (3,), (1,))
         torch.testing.assert_close(y.cpu(), torch.arange(3.0))
-
-
-def keep_busy(device, rounds=6):
-    """Queues a few milliseconds of work on device's current stream."""
-    busy = torch.ones(1 << 23, device=device)
-    for _ in range(rounds):
-        busy.mul_(1.0001)
-    return busy
 
 
 class TestCopyOrdering:

@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+from stream_support import keep_busy
 
 MiB = 1 << 20
 
@@ -81,9 +82,7 @@ class TestMemory:
         x = torch.ones(n, device="maia")
         x_block = x.data_ptr()
         with torch.maia.stream(side):
-            busy = torch.ones(1 << 23, device="maia")
-            for _ in range(6):
-                busy.mul_(1.0001)
+            busy = keep_busy("maia")
             y = x * 2
         x.record_stream(side)
         del x

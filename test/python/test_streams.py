@@ -1,6 +1,7 @@
 """torch.Stream / torch.Event on maia, torch.maia streams, torch.accelerator."""
 
 import torch
+from stream_support import keep_busy
 
 
 class TestStreams:
@@ -57,9 +58,7 @@ class TestStreams:
         # Each API returns only once the work queued before it is done: an
         # event recorded after a few milliseconds of work has completed.
         def queue_work(device):
-            x = torch.ones(1 << 22, device=device)
-            for _ in range(4):
-                x.mul_(1.0001)
+            keep_busy(device, rounds=4)
             done = torch.maia.Event()
             done.record(torch.maia.current_stream(device))
             return done
