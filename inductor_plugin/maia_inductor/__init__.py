@@ -26,6 +26,7 @@ def register() -> None:
     from . import config
     from .compiler import compiler_identity
     from .device import MaiaDeviceOpOverrides, MaiaInterface
+    from .graph_passes import FlattenFullArgReductions
     from .scheduling import MaiaScheduling
     from .wrapper import MaiaWrapperCodegen
 
@@ -39,6 +40,7 @@ def register() -> None:
         register_interface_for_device(f"maia:{index}", MaiaInterface)
     register_device_op_overrides("maia", MaiaDeviceOpOverrides())
     register_backend_for_device("maia", MaiaScheduling, MaiaWrapperCodegen,
+                                device_custom_pass=FlattenFullArgReductions(),
                                 device_custom_config=config)
     _registered = True
 

@@ -21,12 +21,11 @@ SEEDS = range(0, 120)  # about 60 s on 2 cores with a cold Inductor cache
 
 # Seeds found failing by longer runs (tools/fuzz/fuzz_compile.py), kept in the
 # slice so the bugs stay visible; each with a minimal reproducer.
+# Seeds that found bugs since fixed (the fix's own test is named beside each).
+FIXED = {
+    515,  # full argmax of a permuted input: test_reductions.py::test_full_arg_reduction_*
+}
 KNOWN_BAD = {
-    515: "full argmin/argmax (dim=None) of a permuted input answers the position in "
-         "storage order, not row-major: torch.compile(lambda a: a.argmax())(x.t()) with "
-         "x = torch.randn(7, 5) differs from eager; the kernel reads the (5, 7) input of "
-         "strides (1, 5) as if contiguous. Inductor CPU gets this case right but is wrong "
-         "too for (x.t() * 2).argmax(): partly upstream",
     1046: "upstream Inductor (Inductor CPU gives the same wrong result): a cat reading a "
           "buffer that a later index_add mutates in place reads the mutated values: "
           "v0 = torch.index_add(a0, 0, a1, a2); v4 = torch.index_add(v0, 1, a4, a5, alpha=2); "
@@ -36,7 +35,7 @@ KNOWN_BAD = {
 
 @pytest.mark.parametrize("seed", [
     pytest.param(seed, marks=pytest.mark.xfail(reason=KNOWN_BAD[seed], strict=True))
-    if seed in KNOWN_BAD else seed for seed in sorted(set(SEEDS) | set(KNOWN_BAD))])
+    if seed in KNOWN_BAD else seed for seed in sorted(set(SEEDS) | FIXED | set(KNOWN_BAD))])
 def test_compiled_matches_eager(seed):
     program = generate(seed)
     outcome = run(program)

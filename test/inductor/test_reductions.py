@@ -33,6 +33,18 @@ def test_arg_reductions(shape, dim):
     assert_compiled_matches(lambda x: torch.min(x, dim), x)
 
 
+@pytest.mark.parametrize("make", [lambda x: x.t(), lambda x: x.t() * 2, lambda x: x[:, 1::2],
+                                  lambda x: x.reshape(5, 3, 4).permute(2, 0, 1)],
+                         ids=["transposed", "transposed_product", "strided", "permuted_3d"])
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_full_arg_reduction_answers_the_row_major_position(make, op, keepdim):
+    # Inductor reorders reduction loops into memory order: the position of a
+    # full argmax over a permuted input came out in storage order.
+    x = torch.randn(15, 4)
+    assert_compiled_matches(lambda x: getattr(make(x), op)(keepdim=keepdim), x)
+
+
 def test_arg_reductions_ties_and_nan_follow_pytorch():
     x = torch.tensor([[1.0, 3.0, 3.0, 2.0] * 9, [0.0] * 36, [1.0, float("nan"), 5.0, 7.0] * 9])
     assert_compiled_matches(lambda x: x.argmax(-1), x)

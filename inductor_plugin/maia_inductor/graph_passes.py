@@ -1,0 +1,71 @@
+"""Post-grad FX passes for graphs that run on maia.
+
+Registered as the device's `device_custom_pass` (Inductor runs it after its
+own post-grad passes on every graph that touches a maia tensor).
+
+Why a full argmax/argmin needs a pass: Inductor reorders a reduction's loops
+to follow memory order, so the position a reduction reports is the position
+in storage order. Inductor asks the backend to compute the row-major position
+instead only for Triton and its C++ CPU backend (lowering.py,
+`supports_logical_index_argreduce`); every other backend answers the storage
+position, e.g. for `x.t().argmax()`. Reducing the flattened input over its one
+dimension has a single loop, whose position is the row-major one, and costs
+no copy: Inductor lowers the reshape of a non-contiguous input to an indexing
+expression.
+"""
+
+import torch
+from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
+
+aten = torch.ops.aten
+_ARG_REDUCTIONS = (aten.argmax.default, aten.argmin.default)
+
+
+def _on_maia(node: torch.fx.Node) -> bool:
+    value = node.meta.get("val")
+    return isinstance(value, torch.Tensor) and value.device.type == "maia"
+
+
+def _full_arg_reductions(graph: torch.fx.Graph):
+    for node in graph.nodes:
+        if node.op != "call_function" or node.target not in _ARG_REDUCTIONS:
+            continue
+        source = node.args[0]
+        dim = node.args[1] if len(node.args) > 1 else node.kwargs.get("dim")
+        if dim is None and _on_maia(source) and source.meta["val"].dim() > 1:
+            yield node, source
+
+
+def _with_value(node: torch.fx.Node, value) -> torch.fx.Node:
+    node.meta["val"] = value
+    return node
+
+
+class FlattenFullArgReductions(CustomGraphModulePass):
+    """argmax/argmin over all dims of an N-d maia tensor (N > 1) becomes the
+    same reduction over dim 0 of its flattened view."""
+
+    def __call__(self, gm: torch.fx.GraphModule) -> None:
+        graph = gm.graph
+        for node, source in list(_full_arg_reductions(graph)):
+            keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+            fake = source.meta["val"]
+            with graph.inserting_before(node):
+                flat = _with_value(
+                    graph.call_function(aten.reshape.default, (source, [-1])),
+                    fake.reshape(-1))
+                reduced = _with_value(
+                    graph.call_function(node.target, (flat, 0, False)),
+                    node.meta["val"].reshape(()))
+                result = reduced
+                if keepdim:
+                    result = _with_value(
+                        graph.call_function(aten.reshape.default,
+                                            (reduced, [1] * fake.dim())),
+                        node.meta["val"])
+            node.replace_all_uses_with(result)
+            graph.erase_node(node)
+        gm.recompile()
+
+    def uuid(self):
+        return get_hash_for_files((__file__,))
