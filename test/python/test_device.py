@@ -33,6 +33,15 @@ class TestIdentity:
                              check=True)
         assert out.stdout.strip() == "maia:0 True"
 
+    @pytest.mark.parametrize("autoload", ["1", "0"])
+    def test_import_torch_maia_first_works(self, autoload):
+        code = "import torch_maia, torch; print(torch.ones(2, device='maia').device)"
+        env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD=autoload)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             env=env)
+        assert out.returncode == 0, out.stderr
+        assert out.stdout.strip() == "maia:0"
+
     def test_generated_methods(self):
         x = torch.arange(4.0)
         y = x.maia()

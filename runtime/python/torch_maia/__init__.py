@@ -5,7 +5,16 @@
 PrivateUse1 device and ``torch.maia`` is the device module.
 """
 
-import torch
+
+def _autoload():
+    """The torch.backends entry point: importing this package does the work.
+
+    Defined before `import torch` because `import torch_maia` as a program's
+    first import makes torch's auto-loading call this while the package is
+    still being imported."""
+
+
+import torch  # noqa: E402
 
 # Loads libmaia_torch.so: its static initializers register the guard,
 # allocators, hooks, generator and operators for PrivateUse1.
@@ -24,10 +33,6 @@ if not hasattr(torch, _BACKEND):
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=False, for_module=True, for_packed_sequence=True, for_storage=True
     )
-
-
-def _autoload():
-    """The torch.backends entry point: importing this package did the work."""
 
 
 __all__ = ["maia"]
