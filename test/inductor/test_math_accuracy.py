@@ -77,7 +77,7 @@ def sweep(lo, hi, dtype=torch.float32, n=1 << 16):
 # op: (interesting range for the linear sweep, ULP bound).
 # The bound is what maia must reach when eager CPU is more accurate.
 OPS = {
-    "sin": ((-10.0, 10.0), 2), "cos": ((-10.0, 10.0), 2), "tan": ((-10.0, 10.0), 3),
+    "sin": ((-10.0, 10.0), 1), "cos": ((-10.0, 10.0), 1), "tan": ((-10.0, 10.0), 3),
     "asin": ((-1.0, 1.0), 2), "acos": ((-1.0, 1.0), 2), "atan": ((-10.0, 10.0), 2),
     "sinh": ((-90.0, 90.0), 3), "cosh": ((-90.0, 90.0), 3), "tanh": ((-10.0, 10.0), 4),
     "asinh": ((-10.0, 10.0), 3), "acosh": ((0.5, 10.0), 3), "atanh": ((-1.0, 1.0), 3),
@@ -98,19 +98,7 @@ def _worst(err, x):
     return f"{int(err[i])} ulp at x={x[i].item()!r}"
 
 
-# Not fixed yet: sin/cos (and tan, their ratio) reduce the argument by
-# pi/2 in three float parts: within 2-3 ulp up to ~1e3-1e5, wrong beyond
-# (-inf at 1e24); float32's whole range needs a Payne-Hanek reduction.
-KNOWN_BAD = {"sin", "cos", "tan"}
-
-
-def _mark(name):
-    return pytest.param(name, marks=pytest.mark.xfail(
-        strict=True, reason="sin/cos range reduction of large arguments")) \
-        if name in KNOWN_BAD else name
-
-
-@pytest.mark.parametrize("name", [_mark(n) for n in sorted(OPS)])
+@pytest.mark.parametrize("name", sorted(OPS))
 def test_float32_ulp(name):
     (lo, hi), bound = OPS[name]
     fn = getattr(torch, name)
@@ -124,6 +112,23 @@ def test_float32_ulp(name):
         f"{name}: maia {_worst(maia_err, x)} (got {maia[int(maia_err.argmax())].item()!r}, "
         f"expected {reference[int(maia_err.argmax())].item()!r}); cpu {_worst(cpu_err, x)}; "
         f"bound {limit}")
+
+
+@pytest.mark.parametrize("name", ["sin", "cos", "tan"])
+def test_trigonometry_near_multiples_of_half_pi(name):
+    # The hardest arguments of the range reduction: the floats nearest to
+    # k pi/2 (and their neighbours) up to where libm takes over (2^17),
+    # and a few beyond, mixed in the same vectors.
+    k = torch.arange(1, 83500, dtype=torch.float64)
+    near = torch.cat([(k * math.pi / 2), (k[::97] * 1e5 * math.pi / 2)]).to(torch.float32)
+    x = torch.cat([near, torch.nextafter(near, near + 1), torch.nextafter(near, near - 1)])
+    x = torch.cat([x, -x])
+    fn = getattr(torch, name)
+    reference = fn(x.double()).to(torch.float32)
+    cpu_err = ulp_distance(fn(x), reference)
+    maia_err = ulp_distance(_compiled(fn, x), reference)
+    limit = max(int(cpu_err.max()), OPS[name][1])
+    assert int(maia_err.max()) <= limit, f"{name}: maia {_worst(maia_err, x)}; bound {limit}"
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -144,8 +149,6 @@ def test_half_precision_ulp(name, dtype):
         x, reference = x[normal], reference[normal]
     cpu_err = ulp_distance(fn(x), reference)
     maia_err = ulp_distance(_compiled(fn, x), reference)
-    if name in KNOWN_BAD and int(maia_err.max()) > max(int(cpu_err.max()), 1):
-        pytest.xfail(f"{name} of large arguments ({_worst(maia_err, x)})")
     assert int(maia_err.max()) <= max(int(cpu_err.max()), 1), (
         f"{name} {dtype}: maia {_worst(maia_err, x)}; cpu {_worst(cpu_err, x)}")
 

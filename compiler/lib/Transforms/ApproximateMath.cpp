@@ -6,9 +6,12 @@
 
 #include "maia/Transforms/Passes.h"
 
+#include "maia/Dialect/Maia/MaiaDialect.h"
+
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/PatternMatch.h"
@@ -28,6 +31,9 @@ namespace {
 /// Marks a math op emitted by the patterns below that must be left to the
 /// upstream approximation (its input is already range reduced).
 constexpr llvm::StringLiteral kReducedAttr = "maia.reduced";
+/// Marks a math op left to libm (maia-math-to-libm) on purpose.
+constexpr llvm::StringLiteral kLibmAttr =
+    maia::MaiaDialect::getLibmCallAttrName();
 
 /// f32 or a fixed-length vector of f32.
 bool isF32Like(Type type) {
@@ -57,7 +63,7 @@ struct FloatBuilder {
     return b.getI1Type();
   }
   Value c(double value) {
-    auto attr = b.getF32FloatAttr(static_cast<float>(value));
+    auto attr = FloatAttr::get(getElementTypeOrSelf(type), value);
     if (auto vector = dyn_cast<VectorType>(type))
       return b.create<arith::ConstantOp>(DenseElementsAttr::get(vector, attr));
     return b.create<arith::ConstantOp>(attr);
@@ -84,6 +90,15 @@ struct FloatBuilder {
   Value signbit(Value x) { // true for -0 and negative NaN too
     return lt(copysign(c(1.0), x), 0.0);
   }
+  /// The same shape with f64 elements.
+  Type wideType() const {
+    if (auto vector = dyn_cast<VectorType>(type))
+      return VectorType::get(vector.getShape(), b.getF64Type());
+    return b.getF64Type();
+  }
+  FloatBuilder wide() const { return FloatBuilder{b, wideType()}; }
+  Value extend(Value x) { return b.create<arith::ExtFOp>(wideType(), x); }
+  Value truncate(Value x) { return b.create<arith::TruncFOp>(type, x); }
   /// Horner, coefficients from the highest degree down.
   Value poly(Value x, ArrayRef<double> coefficients) {
     Value acc = c(coefficients.front());
@@ -95,6 +110,34 @@ struct FloatBuilder {
     auto op = b.create<Op>(x);
     op->setAttr(kReducedAttr, b.getUnitAttr());
     return op;
+  }
+  /// `Op` computed by libm (maia-math-to-libm), not approximated.
+  template <typename Op> Value libm(Value x) {
+    auto op = b.create<Op>(x);
+    op->setAttr(kLibmAttr, b.getUnitAttr());
+    return op;
+  }
+  /// True when `condition` holds in any lane.
+  Value any(Value condition) {
+    auto vector = dyn_cast<VectorType>(condition.getType());
+    if (!vector)
+      return condition;
+    if (vector.getRank() != 1)
+      condition = b.create<vector::ShapeCastOp>(
+          VectorType::get({vector.getNumElements()}, b.getI1Type()), condition);
+    return b.create<vector::ReductionOp>(vector::CombiningKind::OR, condition);
+  }
+  /// `slow()` in the lanes where `rare` holds, `fast` elsewhere; `slow` runs
+  /// only when some lane needs it.
+  Value unlessRare(Value rare, Value fast, function_ref<Value()> slow) {
+    auto branch = b.create<scf::IfOp>(TypeRange{fast.getType()}, any(rare),
+                                      /*withElseRegion=*/true);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(&branch.getThenRegion().front());
+    b.create<scf::YieldOp>(select(rare, slow(), fast));
+    b.setInsertionPointToStart(&branch.getElseRegion().front());
+    b.create<scf::YieldOp>(fast);
+    return branch.getResult(0);
   }
   // These go through the patterns below (and then upstream).
   Value exp(Value x) { return b.create<math::ExpOp>(x); }
@@ -120,7 +163,8 @@ struct F32Pattern : public OpRewritePattern<Op> {
 
   LogicalResult matchAndRewrite(Op op,
                                 PatternRewriter &rewriter) const override {
-    if (op->hasAttr(kReducedAttr) || op->getNumResults() != 1 ||
+    if (op->hasAttr(kReducedAttr) || op->hasAttr(kLibmAttr) ||
+        op->getNumResults() != 1 ||
         !isF32Like(op->getResult(0).getType()))
       return rewriter.notifyMatchFailure(op, "not an f32 op to approximate");
     for (Value operand : op->getOperands())
@@ -239,26 +283,37 @@ Value buildTan(FloatBuilder &f, ValueRange operands) {
   return f.div(f.b.create<math::SinOp>(x), f.b.create<math::CosOp>(x));
 }
 
+// Beyond this the three-part reduction below loses digits: larger arguments
+// (rare in models) take libm's sinf/cosf, whose Payne-Hanek reduction is
+// exact over float's whole range, as glibc's vector math does.
+constexpr double kSinCosReductionLimit = 131072.0;
+
 // sin/cos: x = k pi/2 + r with pi/2 in three parts (fma, Cody-Waite), |r| <=
 // pi/4, then upstream's polynomials on r and the quadrant k mod 4.
 // Upstream reduces with one rounded pi/2: sin(float(pi)) came out as 0.
-// Still approximate for |x| beyond ~1e5 (needs Payne-Hanek).
 template <bool isCos>
-Value buildSinCos(FloatBuilder &f, ValueRange operands) {
-  Value x = operands[0];
-  Value k = f.b.create<math::RoundEvenOp>(f.mul(x, f.c(2 / kPi)));
-  constexpr double p1 = 1.57079637050628662109375;
-  constexpr double p2 = -4.371138828673793e-08;
-  constexpr double p3 = -1.7151244994428829e-15;
-  Value negK = f.sub(f.c(0.0), k);
-  Value r = f.fma(negK, f.c(p1), x);
-  r = f.fma(negK, f.c(p2), r);
-  r = f.fma(negK, f.c(p3), r);
+Value buildReducedSinCos(FloatBuilder &f, Value x) {
+  // In f64: k < 2^17 times the first part (33 bits) of pi/2 is exact, and
+  // r keeps its digits however close x lies to a multiple of pi/2.
+  FloatBuilder d = f.wide();
+  Value xd = f.extend(x);
+  Value kd = d.b.create<math::RoundEvenOp>(d.mul(xd, d.c(2 / kPi)));
+  constexpr double p1 = 1.5707963267341256141662597656250;
+  constexpr double p2 = 6.0771005065061922509705e-11;
+  Value negK = d.sub(d.c(0.0), kd);
+  Value rd = d.fma(negK, d.c(p2), d.fma(negK, d.c(p1), xd));
+  // r = rHi + rLo in floats; the polynomials take rHi.
+  Value r = f.truncate(rd);
+  Value rLo = f.truncate(d.sub(rd, f.extend(r)));
+  Value k = f.truncate(kd);
   // Upstream's own reduction floors: on [-pi/4, 0) it goes through k = -1
   // and loses every digit of tiny r. Give it |r|.
   Value ar = f.abs(r);
-  Value s = f.copysign(f.reduced<math::SinOp>(ar), r);
-  Value c = f.reduced<math::CosOp>(ar);
+  Value sHi = f.copysign(f.reduced<math::SinOp>(ar), r);
+  Value cHi = f.reduced<math::CosOp>(ar);
+  // sin(rHi + rLo) = sin(rHi) + cos(rHi) rLo, cos likewise, to first order.
+  Value s = f.fma(cHi, rLo, sHi);
+  Value c = f.fma(f.sub(f.c(0.0), sHi), rLo, cHi);
   // q = k mod 4 in [0, 4).
   Value q = f.sub(k, f.mul(f.c(4.0), f.b.create<math::FloorOp>(f.mul(k, f.c(0.25)))));
   if (isCos)
@@ -273,6 +328,15 @@ Value buildSinCos(FloatBuilder &f, ValueRange operands) {
   if (isCos)
     return result;
   return f.select(f.cmp(arith::CmpFPredicate::OEQ, x, f.c(0.0)), x, result);
+}
+
+template <bool isCos>
+Value buildSinCos(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value beyond = f.gt(f.abs(x), kSinCosReductionLimit); // inf too, not NaN
+  return f.unlessRare(beyond, buildReducedSinCos<isCos>(f, x), [&] {
+    return isCos ? f.libm<math::CosOp>(x) : f.libm<math::SinOp>(x);
+  });
 }
 
 // asinh (fdlibm): log1p(a + a^2 / (1 + sqrt(1 + a^2))) below 2,
@@ -435,7 +499,8 @@ struct ApproximateMathPass
     // (and what they create).
     SmallVector<Operation *> mathOps;
     getOperation()->walk([&](Operation *op) {
-      if (!isa<math::MathDialect>(op->getDialect()))
+      if (!isa<math::MathDialect>(op->getDialect()) ||
+          op->hasAttr(kLibmAttr))
         return;
       auto shaped = [](Type type) {
         return isa<ShapedType>(type) && !isa<VectorType>(type);
@@ -468,7 +533,7 @@ struct ApproximateMathPass
         "math.log2",  "math.powf",  "math.sin",  "math.sinh",  "math.tan",
         "math.tanh"};
     getOperation()->walk([&](Operation *op) {
-      if (op->getNumResults() != 1 ||
+      if (op->getNumResults() != 1 || op->hasAttr(kLibmAttr) ||
           !isa<VectorType>(op->getResult(0).getType()) ||
           !llvm::is_contained(libmOps, op->getName().getStringRef()))
         return;

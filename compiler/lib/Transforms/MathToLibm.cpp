@@ -1,10 +1,12 @@
-//===- MathToLibm.cpp - float64 math to libm calls ------------------------===//
+//===- MathToLibm.cpp - math to libm calls --------------------------------===//
 //
 // Implements maia-math-to-libm: see Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
 #include "maia/Transforms/Passes.h"
+
+#include "maia/Dialect/Maia/MaiaDialect.h"
 
 #include "mlir/Conversion/MathToLibm/MathToLibm.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -22,9 +24,12 @@ using namespace mlir;
 
 namespace {
 
-bool isF64Math(Operation *op) {
+/// f64 math, and the f32 math maia-approximate-math left to libm.
+bool isLibmMath(Operation *op) {
   if (!isa<math::MathDialect>(op->getDialect()) || op->getNumResults() != 1)
     return false;
+  if (op->hasAttr(maia::MaiaDialect::getLibmCallAttrName()))
+    return true;
   return getElementTypeOrSelf(op->getResult(0).getType()).isF64();
 }
 
@@ -33,20 +38,20 @@ struct MathToLibmPass
   void runOnOperation() override {
     // Upstream's conversion pass marks every op it knows illegal, f32
     // vectors and integer math.absi included: apply its patterns to the
-    // f64 ops only (and to the scalar ops they unroll vectors into).
-    SmallVector<Operation *> f64Ops;
+    // libm ops only (and to the scalar ops they unroll vectors into).
+    SmallVector<Operation *> libmOps;
     getOperation()->walk([&](Operation *op) {
-      if (isF64Math(op))
-        f64Ops.push_back(op);
+      if (isLibmMath(op))
+        libmOps.push_back(op);
     });
-    if (f64Ops.empty())
+    if (libmOps.empty())
       return;
     RewritePatternSet patterns(&getContext());
     populateMathToLibmConversionPatterns(patterns);
     GreedyRewriteConfig config;
     config.strictMode = GreedyRewriteStrictness::ExistingAndNewOps;
-    if (failed(applyOpPatternsAndFold(f64Ops, std::move(patterns), config))) {
-      getOperation()->emitError("float64 math to libm did not converge");
+    if (failed(applyOpPatternsAndFold(libmOps, std::move(patterns), config))) {
+      getOperation()->emitError("math to libm did not converge");
       return signalPassFailure();
     }
   }

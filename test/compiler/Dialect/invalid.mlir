@@ -131,3 +131,18 @@ func.func @typo() attributes {maia.kernal} {
 // expected-error @+1 {{'maia.kernel' is only valid on functions}}
 module attributes {maia.kernel} {
 }
+
+// -----
+
+// expected-error @+1 {{'maia.libm' is only valid on math operations}}
+func.func @libm_on_a_function() attributes {maia.libm} {
+  return
+}
+
+// -----
+
+func.func @libm_not_unit(%x: f32) -> f32 {
+  // expected-error @+1 {{'maia.libm' must be a unit attribute}}
+  %0 = math.sin %x {maia.libm = 1 : i32} : f32
+  return %0 : f32
+}

@@ -42,7 +42,8 @@ func.func @half(%x: vector<8xf16>) -> vector<8xf16> {
 
 // maia's own approximations: hyperbolic and inverse functions that upstream
 // leaves (they would not lower to LLVM), and asin/acos/atan/atan2 more
-// accurate than upstream's; none of them is left as a math op.
+// accurate than upstream's; none of them is left as a math op but tan's
+// sin and cos for arguments beyond their range reduction (below).
 // CHECK-LABEL: func.func @maia_approximations
 // CHECK-NOT: math.sinh
 // CHECK-NOT: math.cosh
@@ -55,8 +56,8 @@ func.func @half(%x: vector<8xf16>) -> vector<8xf16> {
 // CHECK-NOT: math.atan
 // CHECK-NOT: math.exp
 // CHECK-NOT: math.log
-// CHECK-NOT: math.sin
-// CHECK-NOT: math.cos
+// CHECK-NOT: math.sin %{{[a-z0-9_]+}} :
+// CHECK-NOT: math.cos %{{[a-z0-9_]+}} :
 // CHECK-NOT: maia.reduced
 // CHECK: return
 func.func @maia_approximations(%x: vector<16xf32>, %y: vector<16xf32>) -> vector<16xf32> {
@@ -127,4 +128,34 @@ func.func @f64_vector(%x: vector<8xf64>) -> vector<8xf64> {
   // Native instructions: no warning.
   %s = math.sqrt %e : vector<8xf64>
   return %s : vector<8xf64>
+}
+
+// sin/cos: lanes beyond the three-part reduction (|x| > 2^17, inf) take
+// libm's sinf/cosf, behind a branch taken only when some lane needs it.
+// CHECK-LABEL: func.func @sin_of_large_arguments
+// CHECK: %[[ABS:.*]] = math.absf %[[X:.*]] : vector<16xf32>
+// CHECK: %[[BEYOND:.*]] = arith.cmpf ogt, %[[ABS]], %{{.*}} : vector<16xf32>
+// CHECK: %[[ANY:.*]] = vector.reduction <or>, %[[BEYOND]] : vector<16xi1> into i1
+// CHECK: scf.if %[[ANY]] -> (vector<16xf32>) {
+// CHECK:   %[[EXACT:.*]] = math.sin %[[X]] {maia.libm} : vector<16xf32>
+// CHECK:   %[[MIXED:.*]] = arith.select %[[BEYOND]], %[[EXACT]], %{{.*}}
+// CHECK:   scf.yield %[[MIXED]]
+// CHECK: } else {
+// CHECK:   scf.yield
+// CHECK-NOT: math.sin
+// CHECK: return
+func.func @sin_of_large_arguments(%x: vector<16xf32>) -> vector<16xf32> {
+  %0 = math.sin %x : vector<16xf32>
+  return %0 : vector<16xf32>
+}
+
+// A scalar needs no reduction over lanes.
+// CHECK-LABEL: func.func @cos_scalar
+// CHECK: %[[BEYOND:.*]] = arith.cmpf ogt
+// CHECK-NOT: vector.reduction
+// CHECK: scf.if %[[BEYOND]] -> (f32)
+// CHECK: math.cos %{{.*}} {maia.libm} : f32
+func.func @cos_scalar(%x: f32) -> f32 {
+  %0 = math.cos %x : f32
+  return %0 : f32
 }

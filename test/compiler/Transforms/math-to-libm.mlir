@@ -29,3 +29,19 @@ func.func @other_math(%v: vector<16xf32>, %i: vector<16xi8>, %s: f32)
   %c = math.sinh %s : f32
   return %a, %b, %c : vector<16xf32>, vector<16xi8>, f32
 }
+
+// -----
+
+// f32 math that maia-approximate-math left to libm (its slow paths) becomes
+// calls of the float functions.
+// CHECK-DAG: func.func private @sinf(f32) -> f32
+// CHECK-DAG: func.func private @cosf(f32) -> f32
+// CHECK-LABEL: func.func @marked_f32_math(
+// CHECK-COUNT-2: call @sinf({{.*}}) : (f32) -> f32
+// CHECK: call @cosf({{.*}}) : (f32) -> f32
+// CHECK-NOT: math.
+func.func @marked_f32_math(%v: vector<2xf32>, %s: f32) -> (vector<2xf32>, f32) {
+  %a = math.sin %v {maia.libm} : vector<2xf32>
+  %b = math.cos %s {maia.libm} : f32
+  return %a, %b : vector<2xf32>, f32
+}

@@ -19,6 +19,9 @@ class FuncDialect;
 namespace math {
 class MathDialect;
 } // namespace math
+namespace scf {
+class SCFDialect;
+} // namespace scf
 namespace vector {
 class VectorDialect;
 } // namespace vector

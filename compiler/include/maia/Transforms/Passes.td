@@ -73,19 +73,22 @@ def MaiaApproximateMath : Pass<"maia-approximate-math"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::vector::VectorDialect",
   ];
 }
 
 def MaiaMathToLibm : Pass<"maia-math-to-libm", "::mlir::ModuleOp"> {
-  let summary = "Lower float64 math functions to libm calls";
+  let summary = "Lower float64 math (and marked f32 slow paths) to libm calls";
   let description = [{
     float64 `math` ops (sinh, atan2, erf, ...) have no polynomial
     approximation and most have no LLVM intrinsic: this pass turns them into
     calls of libm's routines (vectors lane by lane), declaring the functions
     it calls. It touches only ops whose element type is f64; f32 math is
     `maia-approximate-math`'s, and ops such as `math.copysign` or integer
-    `math.absi` lower to LLVM directly. Run it after
+    `math.absi` lower to LLVM directly, except the f32 ops that
+    `maia-approximate-math` marked `maia.libm` (the exact slow path of an
+    approximation, e.g. sin/cos of arguments beyond 2^17). Run it after
     `maia-approximate-math`.
 
     ```mlir

@@ -160,6 +160,14 @@ LogicalResult MaiaDialect::verifyOperationAttribute(Operation *op,
           "'maia.grid_rank' is only valid on a 'maia.kernel' function");
     return success();
   }
+  if (name == getLibmCallAttrName()) {
+    if (!isa<UnitAttr>(attribute.getValue()))
+      return op->emitError("'maia.libm' must be a unit attribute");
+    if (op->getDialect() == nullptr ||
+        op->getDialect()->getNamespace() != "math")
+      return op->emitError("'maia.libm' is only valid on math operations");
+    return success();
+  }
   return op->emitError("unknown maia attribute '") << name << "'";
 }
 

@@ -37,6 +37,11 @@ def Maia_Dialect : Dialect {
       dimensions the kernel expects. Without it, the rank is one more than
       the highest dimension the kernel's `maia.program_id` and
       `maia.num_programs` ops read (at least 1).
+
+    Discardable attribute on `math` ops:
+    - `maia.libm` (unit): computed by a libm call, not approximated; set by
+      `maia-approximate-math` on the exact slow path of an approximation,
+      consumed by `maia-math-to-libm`.
   }];
   let hasOperationAttrVerify = 1;
   let extraClassDeclaration = [{
@@ -47,6 +52,11 @@ def Maia_Dialect : Dialect {
     /// The optional number of grid dimensions of a kernel.
     static constexpr ::llvm::StringLiteral getGridRankAttrName() {
       return ::llvm::StringLiteral("maia.grid_rank");
+    }
+    /// Marks a math op left to libm on purpose (the exact slow path of an
+    /// approximation).
+    static constexpr ::llvm::StringLiteral getLibmCallAttrName() {
+      return ::llvm::StringLiteral("maia.libm");
     }
   }];
 }
