@@ -60,7 +60,11 @@ void mlir::maia::buildLowerToLLVMPipeline(OpPassManager &pm,
   // Strided views become plain address arithmetic (it emits affine.apply).
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  pm.addPass(arith::createArithExpandOpsPass());
+  // bf16 conversions in integer arithmetic (PyTorch's rounding, bit for
+  // bit): the x86 conversion instruction (AVX512-BF16) flushes subnormals.
+  arith::ArithExpandOpsPassOptions expandOptions;
+  expandOptions.includeBf16 = true;
+  pm.addPass(arith::createArithExpandOpsPass(expandOptions));
   // Everything to the LLVM dialect.
   ConvertVectorToLLVMPassOptions vectorOptions;
   vectorOptions.reassociateFPReductions = options.reassociateFPReductions;
