@@ -1,10 +1,12 @@
 """torch.compile for maia: the Inductor device plugin.
 
-`register()` plugs maia into Dynamo and Inductor through their upstream
-registries (device interface, device op overrides, backend for device with
-our scheduling, wrapper and config). torch_maia calls it lazily the first
-time Inductor looks for maia's code generators, so `import torch` stays fast
-and `torch.compile(model)` on maia tensors needs no extra step.
+`register()` plugs maia into Inductor through its upstream registries
+(device op overrides, backend for device with our scheduling, wrapper, post-
+grad pass and config). It runs the first time Inductor asks torch.maia for
+maia's code generators: torch.maia finds `inductor_codegen` through this
+package's "torch_maia.inductor_backends" entry point, so `import torch`
+stays fast, `torch.compile(model)` on maia tensors needs no extra step, and
+torch_maia never imports this package (the dependency is one way).
 """
 
 from __future__ import annotations
@@ -16,8 +18,6 @@ def register() -> None:
     global _registered
     if _registered:
         return
-    import torch
-    from torch._dynamo.device_interface import register_interface_for_device
     from torch._inductor.codegen.common import (
         register_backend_for_device,
         register_device_op_overrides,
@@ -25,7 +25,7 @@ def register() -> None:
 
     from . import config
     from .compiler import compiler_identity
-    from .device import MaiaDeviceOpOverrides, MaiaInterface
+    from .device import MaiaDeviceOpOverrides
     from .graph_passes import FlattenFullArgReductions
     from .scheduling import MaiaScheduling
     from .wrapper import MaiaWrapperCodegen
@@ -35,14 +35,20 @@ def register() -> None:
     config.target_cpu = identity["host_cpu"]
     config.plugin_hash = _source_hash()
 
-    register_interface_for_device("maia", MaiaInterface)
-    for index in range(torch.maia.device_count()):
-        register_interface_for_device(f"maia:{index}", MaiaInterface)
     register_device_op_overrides("maia", MaiaDeviceOpOverrides())
     register_backend_for_device("maia", MaiaScheduling, MaiaWrapperCodegen,
                                 device_custom_pass=FlattenFullArgReductions(),
                                 device_custom_config=config)
     _registered = True
+
+
+def inductor_codegen() -> dict:
+    """The code generators Inductor asks torch.maia for (the entry point)."""
+    register()
+    from .scheduling import MaiaScheduling
+    from .wrapper import MaiaWrapperCodegen
+
+    return {"Scheduling": MaiaScheduling, "PythonWrapperCodegen": MaiaWrapperCodegen}
 
 
 def _source_hash() -> str:

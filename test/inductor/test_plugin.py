@@ -25,8 +25,8 @@ def test_registered_through_upstream_registries():
     )
 
     import maia_inductor
-    from maia_inductor.device import MaiaInterface
     from maia_inductor.scheduling import MaiaScheduling
+    from torch_maia._dynamo_interface import MaiaInterface
     from maia_inductor.wrapper import MaiaWrapperCodegen
 
     assert get_scheduling_for_device("maia") is MaiaScheduling
@@ -40,6 +40,38 @@ def test_registered_through_upstream_registries():
     assert issubclass(MaiaInterface.Event, torch.Event)
     assert MaiaInterface.Worker.get_device_properties(0).multi_processor_count >= 1
     assert maia_inductor._registered
+
+
+def test_dynamo_knows_maia_before_any_compile_and_import_torch_stays_light():
+    out = run_python(
+        "import sys, torch\n"
+        "light = not any(m in sys.modules for m in ('torch._dynamo', 'maia_inductor'))\n"
+        "from torch._dynamo.device_interface import get_interface_for_device\n"
+        "interface = get_interface_for_device('maia')\n"
+        "print(light, interface.__name__, interface.device_count() == torch.maia.device_count(),"
+        " 'maia_inductor' in sys.modules)")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "MaiaInterface", "True", "False"]
+
+
+def test_torch_maia_does_not_import_the_compiler():
+    # The dependency is one way: maia_inductor -> torch_maia. torch.maia finds
+    # the compiler's code generators through an entry point.
+    import ast
+    import pathlib
+
+    import torch_maia
+
+    root = pathlib.Path(torch_maia.__file__).parent
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            assert not any(n.split(".")[0] == "maia_inductor" for n in names), path
+    from importlib.metadata import entry_points
+
+    (backend,) = entry_points(group=torch.maia.COMPILER_ENTRY_POINTS)
+    assert backend.value == "maia_inductor:inductor_codegen"
 
 
 def test_output_code_log_shows_wrapper_and_mlir():

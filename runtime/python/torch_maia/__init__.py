@@ -25,7 +25,7 @@ _BACKEND = "maia"
 if torch._C._get_privateuse1_backend_name() != _BACKEND:
     torch.utils.rename_privateuse1_backend(_BACKEND)
 
-from . import _tensor_methods, maia  # noqa: E402  (need the renamed backend)
+from . import _on_import, _tensor_methods, maia  # noqa: E402  (need the renamed backend)
 
 if not hasattr(torch, _BACKEND):
     torch._register_device_module(_BACKEND, maia)
@@ -33,6 +33,15 @@ if not hasattr(torch, _BACKEND):
     torch.utils.generate_methods_for_privateuse1_backend(
         for_tensor=False, for_module=True, for_packed_sequence=True, for_storage=True
     )
+
+
+def _register_dynamo_interface() -> None:
+    from . import _dynamo_interface
+
+    _dynamo_interface.register()
+
+
+_on_import.after_import("torch._dynamo.device_interface", _register_dynamo_interface)
 
 
 __all__ = ["maia"]

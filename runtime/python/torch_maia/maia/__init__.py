@@ -171,22 +171,26 @@ def set_fallback_warnings(enabled: bool) -> None:
     _C._set_fallback_warnings(bool(enabled))
 
 
+# The entry point group through which a compiler for maia (the maia_inductor
+# package) offers Inductor its code generators; torch_maia does not import it.
+COMPILER_ENTRY_POINTS = "torch_maia.inductor_backends"
+
+
 def __getattr__(name):
     # Inductor asks the device module for its code generators the first time
     # it compiles for maia (init_backend_registration); that is when the
-    # Inductor plugin loads and registers maia through the upstream
+    # compiler package loads and registers maia through the upstream
     # registries, so that `import torch` does not pay for importing Inductor.
     if name in ("Scheduling", "PythonWrapperCodegen"):
-        try:
-            import maia_inductor
-        except ImportError:
-            raise AttributeError(f"torch.maia.{name}: the maia_inductor package "
-                                 "(torch.compile for maia) is not installed") from None
-        maia_inductor.register()
-        from maia_inductor.scheduling import MaiaScheduling
-        from maia_inductor.wrapper import MaiaWrapperCodegen
+        from importlib.metadata import entry_points
 
-        return MaiaScheduling if name == "Scheduling" else MaiaWrapperCodegen
+        backends = entry_points(group=COMPILER_ENTRY_POINTS)
+        if not backends:
+            raise AttributeError(f"torch.maia.{name}: no compiler for maia is installed "
+                                 f"(no '{COMPILER_ENTRY_POINTS}' entry point; "
+                                 "maia_inductor provides one)")
+        codegen = next(iter(backends)).load()()
+        return codegen[name]
     raise AttributeError(f"module 'torch.maia' has no attribute '{name}'")
 
 
