@@ -152,14 +152,12 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
 
     def _start_segment(self):
         """Values of the finished loop are out of scope from here on; those
-        computed after it are in scope for the rest of this x."""
+        computed after it (scope "x") stay in scope for the rest of this x."""
         keep = [v for v in self.cse.varname_map.values()
                 if isinstance(v, MaiaCSEVariable) and v.scope != "loop"]
         for item in self.cse.reduction_cache.values():
             keep.extend(item if isinstance(item, tuple) else (item,))
         self.cse.invalidate(OrderedSet(keep))
-        self.cse._cache.update(getattr(self.cse, "after_loop_cache", {}))
-        self.cse.after_loop_cache = {}
         self.segment = next(self._segment_ids)
         if self.outer_reduction:
             # the lanes' loop encloses every reduction loop: only r is new
@@ -245,7 +243,9 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
 
     def _grid_header(self, code):
         """Each program's share of the iteration space (docs/inductor.md)."""
-        self.cse._cache = {}  # values of the body do not dominate the header
+        # Values of the body do not dominate the header: the body is complete,
+        # so nothing of its CSE state is needed any more.
+        self.cse.invalidate(OrderedSet())
         emitter = self._emitter(code, lambda: None)
         lines = []
 

@@ -38,20 +38,26 @@ class MaiaCSEVariable(CSEVariable):
 class MaiaCSE(CSE):
     """CSE that records each value's type, and keeps the values computed
     after a reduction loop (the stores buffer) apart from those inside it:
-    neither may be used where the other is in scope."""
+    neither may be used where the other is in scope. The region is part of
+    the cache key (upstream's augment_key)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.after_loop = False  # generating into the buffer after the loop
+
+    def augment_key(self, cache_key):
+        return (cache_key, self.after_loop)
 
     def generate(self, buffer, expr, **kwargs):
         if isinstance(expr, OpsValue):
             expr = expr.value
         kernel = V.kernel
-        after_loop = isinstance(kernel, ValueEmitter) and buffer is kernel.stores
-        if after_loop:
-            inside, self._cache = self._cache, getattr(self, "after_loop_cache", {})
+        outer, self.after_loop = self.after_loop, (
+            isinstance(kernel, ValueEmitter) and buffer is kernel.stores)
         try:
             var = super().generate(buffer, expr, **kwargs)
         finally:
-            if after_loop:
-                self.after_loop_cache, self._cache = self._cache, inside
+            self.after_loop = outer
         if isinstance(expr, Typed) and isinstance(var, MaiaCSEVariable) and var.mdtype is None:
             var.mdtype = expr.dtype
             var.vec = expr.vec
