@@ -174,3 +174,86 @@ def test_graph_on_the_second_device_stays_there():
     expected = torch.nn.functional.linear((x.cpu().exp() + 1) * 2, linear.weight.cpu(),
                                           linear.bias.cpu()).softmax(-1)
     torch.testing.assert_close(y.cpu(), expected, atol=1e-5, rtol=1e-5)
+
+
+def _listed_private_apis():
+    import pathlib
+    import re
+
+    doc = pathlib.Path(__file__).parents[2] / "docs" / "inductor.md"
+    section = doc.read_text().split("## Private torch APIs in use", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([\w.]+)` \|", section, re.M)
+
+
+def _resolve(dotted):
+    """The object a dotted name denotes; instance attributes that a class
+    sets in __init__ resolve to the class."""
+    import importlib
+    import inspect
+    import re
+
+    parts = dotted.split(".")
+    for split in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:split]))
+        except ImportError:
+            continue
+        for i, attr in enumerate(parts[split:]):
+            if hasattr(obj, attr):
+                obj = getattr(obj, attr)
+            elif inspect.isclass(obj) and i == len(parts[split:]) - 1 and re.search(
+                    rf"self\.{attr}\b[^=\n]*=", inspect.getsource(obj)):
+                return obj
+            else:
+                raise AttributeError(f"{dotted}: no {attr}")
+        return obj
+    raise ImportError(dotted)
+
+
+def _private_names_used():
+    """Dotted torch names with a private part that the plugin and torch_maia
+    import or reach through `torch.`."""
+    import ast
+    import pathlib
+
+    import maia_inductor
+    import torch_maia
+
+    used = set()
+    roots = [pathlib.Path(maia_inductor.__file__).parent, pathlib.Path(torch_maia.__file__).parent]
+    for path in (p for root in roots for p in root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("torch."):
+                used.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+                parts, value = [node.attr], node.value
+                while isinstance(value, ast.Attribute):
+                    parts.append(value.attr)
+                    value = value.value
+                if isinstance(value, ast.Name) and value.id == "torch":
+                    used.add(".".join(["torch", *reversed(parts)]))
+    private = {name for name in used
+               if any(p.startswith("_") and not p.endswith("__") for p in name.split(".")[1:])}
+    # keep the longest chains only (torch._C._x, not also torch._C)
+    return {n for n in private if not any(o != n and o.startswith(n + ".") for o in private)}
+
+
+def test_private_torch_apis_are_listed_and_exist():
+    listed = _listed_private_apis()
+    assert len(listed) > 30
+    missing_upstream = []
+    for name in listed:
+        try:
+            _resolve(name)
+        except (ImportError, AttributeError) as error:
+            missing_upstream.append(f"{name}: {error}")
+    assert not missing_upstream, missing_upstream
+    unlisted = sorted(_private_names_used() - set(listed))
+    assert not unlisted, f"private torch APIs used but not listed in docs/inductor.md: {unlisted}"
+
+
+def test_private_api_check_can_fail():
+    with pytest.raises(AttributeError):
+        _resolve("torch._inductor.codegen.common.OpOverrides._no_such_helper")
+    with pytest.raises(AttributeError):
+        _resolve("torch._inductor.codegen.common.Kernel._no_such_attribute")
