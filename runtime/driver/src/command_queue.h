@@ -2,14 +2,15 @@
 // that enqueue (producers) and the device cores that run commands
 // (consumers).
 //
-// The two sides take different locks. With one lock for both, a host
-// enqueueing a stream of small kernels spun on it for ~60% of its enqueue
-// time while a core claimed or popped a command (perf on 2000 launches of a
-// 3-memref kernel, 0.83 us per launch). Commands live in a ring indexed by
-// their sequence number: producers write slot `enqueued` and publish it by
-// advancing `enqueued`; consumers read the head slot `popped` under their own
-// lock. A slot is rewritten only after its command completed, so the two
-// sides never touch one slot at once.
+// The two sides take different locks, so that a host enqueueing a stream of
+// small kernels does not spin while a core claims or pops a command: with
+// one lock for both, that spinning would take most of the host's enqueue
+// time (maia-driver-bench's "launch, running stream" measures the host's
+// cost per launch). Commands live in a ring indexed by their sequence
+// number: producers write slot `enqueued` and publish it by advancing
+// `enqueued`; consumers read the head slot `popped` under their own lock. A
+// slot is rewritten only after its command completed, so the two sides
+// never touch one slot at once.
 #pragma once
 
 #include <atomic>

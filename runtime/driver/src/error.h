@@ -50,8 +50,8 @@ Status checkNotForked();
 /// Records this process as the driver's owner (at initialization).
 void markDriverInitialized();
 /// True once the driver initialized in this process, false again in a
-/// forked child: the C API's entry check reads only this (a Status per call
-/// cost ~2% of an eager op's host time).
+/// forked child: the C API's entry check reads only this, so that a call
+/// on the common path builds no Status.
 extern std::atomic<bool> g_driver_ready;
 
 }  // namespace maia::driver

@@ -1,14 +1,13 @@
 // RecyclingPool: recycled blocks of one size, for the commands a host
 // thread allocates and a device core frees.
 //
-// Through malloc that pairing contends on the allocator's arena lock: every
-// small eager op then cost ~0.4 futex calls (the host waking a core blocked
-// on the lock, or the reverse), measured with `perf stat -e
-// syscalls:sys_enter_futex` on a loop of 64x64 adds. A shared free list
-// under a spin lock fixed that, but the lock's cache line then moved
-// between the host and a core twice per launch. Each thread now keeps a
-// magazine of blocks of its own; the shared list under the lock only
-// trades whole batches, once per kBatch launches.
+// Not malloc: with one thread allocating and another freeing, malloc's
+// arena lock is contended, and a small eager op would pay futex calls (the
+// host waking a core blocked on the lock, or the reverse). Not a single
+// shared free list either: its lock's cache line would move between the
+// host and a core twice per launch. So each thread keeps a magazine of
+// blocks of its own, and the shared list under the lock only trades whole
+// batches, once per kBatch launches.
 #pragma once
 
 #include <cstddef>
