@@ -6,7 +6,7 @@ best round; per-op time = a round of N calls plus a final synchronize, / N):
   intra-op thread: these ops are single-threaded on the CPU anyway (same
   times), but otherwise the idle OpenMP/MKL workers of the CPU rounds spin
   on after them and take a vCPU from maia's threads in the interleaved maia
-  rounds (measured: relu 2.2x vs 1.4x, copy 2.5x vs 1.4x on 2 vCPUs);
+  rounds, inflating maia's times;
 - large elementwise: fp32 add of 16M elements vs a STREAM triad
   (a = b + s * c, PyTorch CPU with the same thread count as maia has cores);
   target: at least 85% of the triad's bandwidth;
@@ -35,8 +35,8 @@ def interleaved(cpu_fn, maia_fn, calls, rounds=21, settle_s=0.0):
     """settle_s: a pause after each round, so that each starts on a quiet
     machine. After a parallel region libgomp's idle threads spin for
     milliseconds (and maia's idle cores for MAIA_SPIN_US): a maia round
-    started at once shared the 2 vCPUs with them (a 16M-element sum read at
-    21-24 GB/s in the bench, 50 GB/s alone)."""
+    started at once would share the vCPUs with them and measure the
+    contention, not maia."""
     cpu_best = maia_best = float("inf")
     for _ in range(rounds):
         cpu_best = min(cpu_best, per_call(cpu_fn, calls, lambda: None))
