@@ -111,16 +111,18 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
         vrange = self.vector_range(self.vector_tree())
         return self._emitter(buffer).emit(self._renamed(ROW * vrange.inner + LANE))
 
-    def _slot(self, dtype, vec=True):
+    # Per-lane accumulators of reductions (reductions.py): stack slots
+    # allocated at kernel entry and reset before each reduction loop.
+    def new_accumulator(self, dtype, vec=True):
         ty = self.mlir_type(dtype, vec)
         slot = f"%acc{next(self._slot_ids)}"
         self.prologue.writeline(f"{slot} = memref.alloca() : memref<{ty}>")
         return slot, ty
 
-    def _slot_init(self, slot, ty, value):
+    def init_accumulator(self, slot, ty, value):
         self.segment_init.writeline(f"memref.store {value}, {slot}[] : memref<{ty}>")
 
-    def _slot_load(self, buffer, slot, ty, dtype, vec=True):
+    def load_accumulator(self, buffer, slot, ty, dtype, vec=True):
         return self.emit_uncached(buffer, f"memref.load {slot}[] : memref<{ty}>", dtype, vec)
 
     def reduction(self, dtype, src_dtype, reduction_type, value):

@@ -23,7 +23,7 @@ class MemoryAccess:
     def memref_type(self, name: str) -> str:
         return f"memref<?x{mt.memory_type(V.graph.get_dtype(name))}>"
 
-    def _current_mask(self, buffer):
+    def current_mask(self, buffer):
         mask = self.lane_mask
         if self._load_mask is not None:
             load_mask = self._load_mask
@@ -57,33 +57,34 @@ class MemoryAccess:
             # the buffer.
             guard = self._load_mask
             if guard is not None and guard.vec:
-                guard = self.emit(buffer, f"vector.reduction <or>, {self._current_mask(buffer)} : "
+                guard = self.emit(buffer, f"vector.reduction <or>, {self.current_mask(buffer)} : "
                                   f"{self.mlir_type(torch.bool, True)} into i1", torch.bool, False)
             raw = self._scalar_load(buffer, var, base, mem_ty, elem, dtype, guard, other)
             # Uniform across the lanes: stays scalar until an op needs lanes
             # (and as an index, keeps indirect accesses contiguous).
             return self._to_compute(raw, dtype, buffer)
-        mask = self._current_mask(buffer)
+        mask = self.current_mask(buffer)
         vty = f"vector<{VL}x{elem}>"
         mask_ty = self.mlir_type(torch.bool, True)
         passthru = self.constant(other if dtype != torch.bool else int(bool(other)),
-                                 torch.int8 if dtype in (torch.bool, torch.uint8) else dtype, True)
+                                 torch.int8 if dtype == torch.uint8 else mt.storage_dtype(dtype),
+                                 True)
         if kind == "contiguous":
             text = (f"vector.maskedload {var}[{base}], {mask}, {passthru} : {mem_ty}, "
                     f"{mask_ty}, {vty} into {vty}")
         else:
             text = (f"vector.gather {var}[{base}][{offsets}], {mask}, {passthru} : {mem_ty}, "
                     f"{mt.index_type(True)}, {mask_ty}, {vty} into {vty}")
-        raw = self.emit(buffer, text, _storage_dtype(dtype), True)
+        raw = self.emit(buffer, text, mt.storage_dtype(dtype), True)
         return self._to_compute(raw, dtype, buffer)
 
     def _scalar_load(self, buffer, var, index, mem_ty, elem, dtype, mask, other):
         load = f"memref.load {var}[{index}] : {mem_ty}"
         if mask is None:
-            return self.emit(buffer, load, _storage_dtype(dtype), False)
+            return self.emit(buffer, load, mt.storage_dtype(dtype), False)
         # A masked scalar load must not touch memory when the mask is off.
-        other_value = self.constant(other, _storage_dtype(dtype))
-        result = self.typed_newvar(buffer, _storage_dtype(dtype), False)
+        other_value = self.constant(other, mt.storage_dtype(dtype))
+        result = self.typed_newvar(buffer, mt.storage_dtype(dtype), False)
         buffer.writeline(f"{result} = scf.if {mask} -> ({elem}) {{")
         with buffer.indent():
             buffer.writeline(f"%loaded{result.name[2:]} = {load}")
@@ -96,19 +97,21 @@ class MemoryAccess:
 
     def _to_compute(self, raw, dtype, buffer):
         if dtype == torch.bool:
-            zero = self.constant(0, torch.int8, raw.vec)
+            stored = mt.storage_dtype(dtype)
+            zero = self.constant(0, stored, raw.vec)
             return self.emit(buffer, f"arith.cmpi ne, {raw}, {zero} : "
-                             f"{self.mlir_type(torch.int8, raw.vec)}", torch.bool, raw.vec)
+                             f"{self.mlir_type(stored, raw.vec)}", torch.bool, raw.vec)
         if dtype in (torch.float16, torch.bfloat16):
             return self.emit(buffer, f"arith.extf {raw} : {self.mlir_type(dtype, raw.vec)} to "
                              f"{self.mlir_type(torch.float32, raw.vec)}", torch.float32, raw.vec)
         return raw  # uint8 is stored as i8; the value keeps uint8 semantics
 
-    def _to_storage(self, value, dtype, buffer):
+    def to_storage(self, value, dtype, buffer):
         if dtype == torch.bool:
             value = self.convert(value, torch.bool, buffer)
+            stored = mt.storage_dtype(dtype)
             return self.emit(buffer, f"arith.extui {value} : {self.mlir_type(torch.bool, value.vec)}"
-                             f" to {self.mlir_type(torch.int8, value.vec)}", torch.int8, value.vec)
+                             f" to {self.mlir_type(stored, value.vec)}", stored, value.vec)
         if dtype in (torch.float16, torch.bfloat16):
             value = self.convert(value, torch.float32, buffer)
             return self.emit(buffer, f"arith.truncf {value} : "
@@ -124,7 +127,7 @@ class MemoryAccess:
         var = f"%{self.args.output(name)}"
         dtype = V.graph.get_dtype(name)
         value = self.to_context(value, buffer)
-        stored = self._to_storage(value, dtype, buffer)
+        stored = self.to_storage(value, dtype, buffer)
         mem_ty = self.memref_type(name)
         elem = mt.memory_type(dtype)
         kind, base, offsets = self.address(index, buffer)
@@ -136,7 +139,7 @@ class MemoryAccess:
         if kind == "scalar":
             line = f"memref.store {stored}, {var}[{base}] : {mem_ty}"
         else:
-            mask = self._current_mask(buffer)
+            mask = self.current_mask(buffer)
             vty = f"vector<{VL}x{elem}>"
             mask_ty = self.mlir_type(torch.bool, True)
             if kind == "contiguous":
@@ -160,7 +163,7 @@ class MemoryAccess:
             offsets = self._iota_vector()
         elif kind == "broadcast":
             offsets = self.broadcast(self.index_constant(0), buffer)
-        mask = self._current_mask(buffer)
+        mask = self.current_mask(buffer)
         n = next(self._slot_ids)
         c0, c1, cvl = self.index_constant(0), self.index_constant(1), self.index_constant(VL)
         lines = [
@@ -227,6 +230,3 @@ class MemoryAccess:
         buffer.writeline('  "llvm.intr.trap"() : () -> ()')
         buffer.writeline("}")
 
-
-def _storage_dtype(dtype):
-    return torch.int8 if dtype == torch.bool else dtype

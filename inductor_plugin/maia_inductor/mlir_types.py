@@ -46,10 +46,15 @@ def element_type(dtype: torch.dtype) -> str:
     return _ELEMENT[check_dtype(dtype)]
 
 
+def storage_dtype(dtype: torch.dtype) -> torch.dtype:
+    """The dtype a buffer of dtype holds: bool as bytes (vectors of i1 are
+    bit-packed in LLVM); uint8 is i8 in MLIR either way (signless)."""
+    return torch.int8 if dtype == torch.bool else check_dtype(dtype)
+
+
 def memory_type(dtype: torch.dtype) -> str:
-    """The element type of a buffer of dtype (bytes for bool: vectors of i1
-    are bit-packed in LLVM)."""
-    return "i8" if dtype == torch.bool else element_type(dtype)
+    """The element type of a buffer of dtype."""
+    return element_type(storage_dtype(dtype))
 
 
 def compute_dtype(dtype: torch.dtype) -> torch.dtype:

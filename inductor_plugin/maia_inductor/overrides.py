@@ -56,7 +56,7 @@ def _safe_divisor(b):
     and a zero in a masked-off lane (tail, padding) would fault. Those lanes
     divide by one instead."""
     k = _k()
-    mask = k._current_mask(k.compute) if k.vector_context() else None
+    mask = k.current_mask(k.compute) if k.vector_context() else None
     if mask is None or not b.vec:
         return b
     return k.select(k.compute, mask, b, k.constant(1, b.mdtype))
@@ -102,6 +102,30 @@ def _true_like(x):
     return _k().constant(True, torch.bool, x.vec)
 
 
+def _float_op(op, rounding=False):
+    """ops.<name>(x) as the math op `op` on floats; rounding ops leave
+    integers as they are."""
+    def unary(x):
+        x = _value(x)
+        if rounding and not mt.is_float(x.mdtype):
+            return x
+        return _float_unary(op, x)
+    return staticmethod(unary)
+
+
+def _comparison(float_pred, signed_pred, unsigned_pred):
+    return staticmethod(lambda a, b: _compare(a, b, float_pred, signed_pred, unsigned_pred))
+
+
+def _bitwise(op, unsigned_op=None):
+    """Integers and bools only."""
+    return staticmethod(lambda a, b: _binary(a, b, None, op, unsigned_op))
+
+
+def _logical(op):
+    return staticmethod(lambda a, b: _k().logical(_k().compute, op, _as_bool(a), _as_bool(b)))
+
+
 class MaiaOverrides(OpOverrides):
     @staticmethod
     def paren(x):
@@ -134,7 +158,7 @@ class MaiaOverrides(OpOverrides):
         if mt.bit_width(dtype) != mt.bit_width(src_dtype):
             raise NotImplementedError(f"maia: bitcast {src_dtype} to {dtype}")
         if src_dtype in (torch.float16, torch.bfloat16):
-            x = k._to_storage(x, src_dtype, k.compute)
+            x = k.to_storage(x, src_dtype, k.compute)
         src_ty = k.mlir_type(src_dtype, x.vec)
         dst_ty = k.mlir_type(dtype, x.vec)
         cast = k.emit(k.compute, f"arith.bitcast {x} : {src_ty} to {dst_ty}", dtype, x.vec)
@@ -387,6 +411,65 @@ class MaiaOverrides(OpOverrides):
         ones = _k().constant(True if a.mdtype == torch.bool else -1, a.mdtype)
         return _k().logical(_k().compute, "arith.xori", a, ones)
 
+    # ------------------------------------ one MLIR op per class of dtype
+    exp = _float_op("math.exp")
+    exp2 = _float_op("math.exp2")
+    expm1 = _float_op("math.expm1")
+    log = _float_op("math.log")
+    log2 = _float_op("math.log2")
+    log10 = _float_op("math.log10")
+    log1p = _float_op("math.log1p")
+    sqrt = _float_op("math.sqrt")
+    rsqrt = _float_op("math.rsqrt")
+    sin = _float_op("math.sin")
+    cos = _float_op("math.cos")
+    tan = _float_op("math.tan")
+    tanh = _float_op("math.tanh")
+    sinh = _float_op("math.sinh")
+    cosh = _float_op("math.cosh")
+    asin = _float_op("math.asin")
+    acos = _float_op("math.acos")
+    atan = _float_op("math.atan")
+    asinh = _float_op("math.asinh")
+    acosh = _float_op("math.acosh")
+    atanh = _float_op("math.atanh")
+    erf = _float_op("math.erf")
+    cbrt = _float_op("math.cbrt")
+    floor = _float_op("math.floor", rounding=True)
+    ceil = _float_op("math.ceil", rounding=True)
+    trunc = _float_op("math.trunc", rounding=True)
+    round = _float_op("math.roundeven", rounding=True)
+
+    @staticmethod
+    def atan2(a, b):
+        a, b = _promote(a, b)
+        if not mt.is_float(a.mdtype):
+            a, b = _k().convert(a, torch.float32), _k().convert(b, torch.float32)
+        return _k().logical(_k().compute, "math.atan2", a, b)
+
+    @staticmethod
+    def copysign(a, b):
+        a, b = _promote(a, b)
+        return _k().logical(_k().compute, "math.copysign", a, b)
+
+    # predicates: float, signed, unsigned
+    eq = _comparison("oeq", "eq", "eq")
+    ne = _comparison("une", "ne", "ne")
+    lt = _comparison("olt", "slt", "ult")
+    le = _comparison("ole", "sle", "ule")
+    gt = _comparison("ogt", "sgt", "ugt")
+    ge = _comparison("oge", "sge", "uge")
+
+    bitwise_and = and_ = _bitwise("arith.andi")
+    bitwise_or = or_ = _bitwise("arith.ori")
+    bitwise_xor = xor = _bitwise("arith.xori")
+    bitwise_left_shift = lshift = _bitwise("arith.shli")
+    bitwise_right_shift = rshift = _bitwise("arith.shrsi", "arith.shrui")
+
+    logical_and = _logical("arith.andi")
+    logical_or = _logical("arith.ori")
+    logical_xor = _logical("arith.xori")
+
 
 # erfc(a) exp(a^2) / t as a polynomial in t = 1 / (1 + a/2), a in [1/4,
 # 10.1], highest degree first (least squares at Chebyshev points against
@@ -395,76 +478,6 @@ _ERFC_POLY = (0.05336324870586395, -0.28364625573158264, 0.5946443676948547,
               -0.5717322826385498, 0.2150862216949463, -0.09641150385141373,
               0.10389706492424011, 0.17358343303203583, 0.24703200161457062,
               0.28209012746810913, 0.28209465742111206)
-
-
-def _install_float_unaries():
-    names = {
-        "exp": "math.exp", "exp2": "math.exp2", "expm1": "math.expm1", "log": "math.log",
-        "log2": "math.log2", "log10": "math.log10", "log1p": "math.log1p",
-        "sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "sin": "math.sin", "cos": "math.cos",
-        "tan": "math.tan", "tanh": "math.tanh", "sinh": "math.sinh", "cosh": "math.cosh",
-        "asin": "math.asin", "acos": "math.acos", "atan": "math.atan", "asinh": "math.asinh",
-        "acosh": "math.acosh", "atanh": "math.atanh", "erf": "math.erf",
-        "floor": "math.floor", "ceil": "math.ceil", "trunc": "math.trunc",
-        "round": "math.roundeven", "cbrt": "math.cbrt",
-    }
-    for name, op in names.items():
-        def unary(x, _op=op, _name=name):
-            x = _value(x)
-            if _name in ("floor", "ceil", "trunc", "round") and not mt.is_float(x.mdtype):
-                return x
-            return _float_unary(_op, x)
-        setattr(MaiaOverrides, name, staticmethod(unary))
-
-    def atan2(a, b):
-        a, b = _promote(a, b)
-        if not mt.is_float(a.mdtype):
-            a, b = _k().convert(a, torch.float32), _k().convert(b, torch.float32)
-        return _k().logical(_k().compute, "math.atan2", a, b)
-
-    def copysign(a, b):
-        a, b = _promote(a, b)
-        return _k().logical(_k().compute, "math.copysign", a, b)
-
-    MaiaOverrides.atan2 = staticmethod(atan2)
-    MaiaOverrides.copysign = staticmethod(copysign)
-
-
-_install_float_unaries()
-
-
-# name: (float predicate, signed predicate, unsigned predicate)
-_COMPARISONS = {
-    "eq": ("oeq", "eq", "eq"), "ne": ("une", "ne", "ne"),
-    "lt": ("olt", "slt", "ult"), "le": ("ole", "sle", "ule"),
-    "gt": ("ogt", "sgt", "ugt"), "ge": ("oge", "sge", "uge"),
-}
-# name: (signed op, unsigned op); integers and bools only
-_BITWISE = {
-    "bitwise_and": ("arith.andi", None), "bitwise_or": ("arith.ori", None),
-    "bitwise_xor": ("arith.xori", None), "bitwise_left_shift": ("arith.shli", None),
-    "bitwise_right_shift": ("arith.shrsi", "arith.shrui"),
-}
-_LOGICAL = {"logical_and": "arith.andi", "logical_or": "arith.ori", "logical_xor": "arith.xori"}
-
-
-def _install_tables():
-    for name, predicates in _COMPARISONS.items():
-        setattr(MaiaOverrides, name, staticmethod(
-            lambda a, b, _p=predicates: _compare(a, b, *_p)))
-    for name, (op, unsigned_op) in _BITWISE.items():
-        setattr(MaiaOverrides, name, staticmethod(
-            lambda a, b, _op=op, _u=unsigned_op: _binary(a, b, None, _op, _u)))
-    for name, op in _LOGICAL.items():
-        setattr(MaiaOverrides, name, staticmethod(
-            lambda a, b, _op=op: _k().logical(_k().compute, _op, _as_bool(a), _as_bool(b))))
-
-
-def _alias_sympy_names():
-    # Decompositions also use the operator-style names.
-    for alias, name in (("lshift", "bitwise_left_shift"), ("rshift", "bitwise_right_shift"),
-                        ("and_", "bitwise_and"), ("or_", "bitwise_or"), ("xor", "bitwise_xor")):
-        setattr(MaiaOverrides, alias, staticmethod(getattr(MaiaOverrides, name)))
 
 
 def _name_unimplemented():
@@ -483,6 +496,4 @@ def _name_unimplemented():
         setattr(MaiaOverrides, name, OpOverrides._unimplemented(name))
 
 
-_install_tables()
-_alias_sympy_names()
 _name_unimplemented()

@@ -74,13 +74,13 @@ def emit_reduction(k, dtype, src_dtype, reduction_type, value):
     else:
         acc_dtype = value.mdtype
     value = k.convert(k.to_context(value), acc_dtype)
-    slot, ty = k._slot(acc_dtype)
-    k._slot_init(slot, ty, k.constant(_identity(reduction_type, acc_dtype), acc_dtype, True))
-    acc = k._slot_load(k.compute, slot, ty, acc_dtype)
+    slot, ty = k.new_accumulator(acc_dtype)
+    k.init_accumulator(slot, ty, k.constant(_identity(reduction_type, acc_dtype), acc_dtype, True))
+    acc = k.load_accumulator(k.compute, slot, ty, acc_dtype)
     combined = k.logical(k.compute, _combine_op(reduction_type, acc_dtype), acc, value)
     kept = k.select(k.compute, k.lane_mask, combined, acc)
     k.compute.writeline(f"memref.store {kept}, {slot}[] : memref<{ty}>")
-    final = k._slot_load(k.stores, slot, ty, acc_dtype)
+    final = k.load_accumulator(k.stores, slot, ty, acc_dtype)
     if k.outer_reduction:
         return final  # one reduction per lane
     return k.emit(k.stores, f"vector.reduction <{_lane_kind(reduction_type, acc_dtype)}>, "
@@ -93,12 +93,12 @@ def _arg_reduction(k, reduction_type, value):
     is_max = reduction_type == "argmax"
     flt = mt.is_float(dtype)
     c = k.compute
-    vslot, vty = k._slot(dtype)
-    islot, ity = k._slot(torch.int64)
-    k._slot_init(vslot, vty, k.constant(_identity(reduction_type, dtype), dtype, True))
-    k._slot_init(islot, ity, k.constant(0, torch.int64, True))
-    acc_v = k._slot_load(c, vslot, vty, dtype)
-    acc_i = k._slot_load(c, islot, ity, torch.int64)
+    vslot, vty = k.new_accumulator(dtype)
+    islot, ity = k.new_accumulator(torch.int64)
+    k.init_accumulator(vslot, vty, k.constant(_identity(reduction_type, dtype), dtype, True))
+    k.init_accumulator(islot, ity, k.constant(0, torch.int64, True))
+    acc_v = k.load_accumulator(c, vslot, vty, dtype)
+    acc_i = k.load_accumulator(c, islot, ity, torch.int64)
     if flt:
         take = k.compare(c, "ogt" if is_max else "olt", value, acc_v)
         # NaN wins (as in torch): take a NaN unless the accumulator holds one.
@@ -117,10 +117,10 @@ def _arg_reduction(k, reduction_type, value):
     c.writeline(f"memref.store {new_v}, {vslot}[] : memref<{vty}>")
     c.writeline(f"memref.store {new_i}, {islot}[] : memref<{ity}>")
     s = k.stores
-    final_i = k._slot_load(s, islot, ity, torch.int64)
+    final_i = k.load_accumulator(s, islot, ity, torch.int64)
     if k.outer_reduction:
         return final_i  # each lane found its own
-    final_v = k._slot_load(s, vslot, vty, dtype)
+    final_v = k.load_accumulator(s, vslot, vty, dtype)
     kind = _lane_kind("max" if is_max else "min", dtype)
     best = k.emit(s, f"vector.reduction <{kind}>, {final_v} : {vty} into "
                   f"{mt.element_type(dtype)}", dtype, False)
@@ -142,10 +142,10 @@ def _welford(k, values):
     f32 = torch.float32
     c = k.compute
     mean_in = k.convert(k.to_context(mean_in), f32)
-    slots = [k._slot(f32) for _ in range(3)]
+    slots = [k.new_accumulator(f32) for _ in range(3)]
     for slot, ty in slots:
-        k._slot_init(slot, ty, k.constant(0.0, f32, True))
-    acc = [k._slot_load(c, slot, ty, f32) for slot, ty in slots]
+        k.init_accumulator(slot, ty, k.constant(0.0, f32, True))
+    acc = [k.load_accumulator(c, slot, ty, f32) for slot, ty in slots]
     if m2_in is None:
         one = k.constant(1.0, f32, True)
         zero = k.constant(0.0, f32, True)
@@ -158,7 +158,7 @@ def _welford(k, values):
         kept = k.select(c, k.lane_mask, new, old)
         c.writeline(f"memref.store {kept}, {slot}[] : memref<{ty}>")
     s = k.stores
-    lanes = [k._slot_load(s, slot, ty, f32) for slot, ty in slots]
+    lanes = [k.load_accumulator(s, slot, ty, f32) for slot, ty in slots]
     if k.outer_reduction:
         return tuple(lanes)  # one (mean, m2, weight) per lane
     width = VL
