@@ -9,15 +9,9 @@ from __future__ import annotations
 from concurrent.futures import Future, ThreadPoolExecutor
 
 import torch
+from torch_maia import _C
 
 from .mlir_types import VL
-
-# Programs are the driver's unit of parallelism: enough for the cores to
-# balance, few enough that each one amortizes its dispatch. Reductions do
-# more work per element (Welford, exp), so they split sooner.
-ELEMENTS_PER_PROGRAM = 32768
-REDUCTION_ELEMENTS_PER_PROGRAM = 8192
-MAX_PROGRAMS = 32
 
 
 class MaiaCompiledKernel:
@@ -45,26 +39,17 @@ class MaiaCompiledKernel:
         return f"<maia compiled kernel {self.name} ({self.path})>"
 
 
+# How work splits into programs is decided in one place for eager operators
+# and compiled kernels alike: runtime/torch/csrc/WorkSplit.h, bound in _C.
 def maia_pointwise_grid(numel: int, inner: int, reduction_numel: int = 1):
     """(row programs, chunk programs) for a kernel whose lanes walk x: a
     pointwise kernel, or an outer reduction (reduction_numel per element)."""
-    if numel <= 0:
-        return (0, 1)
-    inner = max(inner, 1)
-    work = numel * max(reduction_numel, 1)
-    per_program = ELEMENTS_PER_PROGRAM if reduction_numel == 1 else REDUCTION_ELEMENTS_PER_PROGRAM
-    programs = min(MAX_PROGRAMS, max(1, work // per_program))
-    rows = numel // inner
-    row_programs = max(1, min(rows, programs))
-    chunk_programs = max(1, min(programs // row_programs, -(-inner // VL)))
-    return (row_programs, chunk_programs)
+    return _C._pointwise_grid(numel, inner, reduction_numel, VL)
 
 
 def maia_reduction_grid(xnumel: int, rnumel: int):
-    if xnumel <= 0:
-        return (0,)
-    work = xnumel * max(rnumel, 1)
-    return (max(1, min(xnumel, MAX_PROGRAMS, work // REDUCTION_ELEMENTS_PER_PROGRAM)),)
+    """(programs,) for a reduction kernel: programs over contiguous blocks of x."""
+    return _C._reduction_grid(xnumel, rnumel)
 
 
 def get_raw_stream(device_index: int) -> int:

@@ -15,6 +15,7 @@
 #include "MaiaStream.h"
 #include "CompiledKernel.h"
 #include "UserKernels.h"
+#include "WorkSplit.h"
 #include "ops/Fallback.h"
 
 namespace py = pybind11;
@@ -137,6 +138,19 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("name", &CompiledKernel::name)
       .def_property_readonly("num_args", &CompiledKernel::numArgs)
       .def("run", &launchCompiled, py::arg("grid"));
+  // Launch grids of compiled kernels (maia_inductor.runtime); WorkSplit.h
+  // splits eager operators' work too.
+  m.def("_pointwise_grid",
+        [](int64_t numel, int64_t inner, int64_t reduction_numel, int64_t lanes) {
+          const auto grid = pointwiseGrid(numel, inner, reduction_numel, lanes);
+          return py::make_tuple(grid[0], grid[1]);
+        },
+        py::arg("numel"), py::arg("inner"), py::arg("reduction_numel"), py::arg("lanes"));
+  m.def("_reduction_grid",
+        [](int64_t xnumel, int64_t rnumel) {
+          return py::make_tuple(reductionGrid(xnumel, rnumel));
+        },
+        py::arg("xnumel"), py::arg("rnumel"));
   m.def("_fallback_counts", [] { return ops::fallbackCounts(); });
   m.def("_reset_fallback_counts", [] { ops::resetFallbackCounts(); });
   m.def("_set_fallback_warnings", [](bool enabled) { ops::setFallbackWarnings(enabled); });

@@ -13,6 +13,7 @@
 #include <optional>
 #include <tuple>
 
+#include "WorkSplit.h"
 #include "ops/EagerKernels.h"
 #include "ops/MaiaOps.h"
 

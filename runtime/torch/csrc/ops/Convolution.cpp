@@ -17,6 +17,7 @@
 #include <ATen/ops/empty_like.h>
 #include <torch/library.h>
 
+#include "WorkSplit.h"
 #include "ops/EagerKernels.h"
 #include "ops/Fallback.h"
 

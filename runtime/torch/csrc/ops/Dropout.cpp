@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "MaiaGenerator.h"
+#include "WorkSplit.h"
 #include "ops/EagerKernels.h"
 #include "ops/MaiaOps.h"
 

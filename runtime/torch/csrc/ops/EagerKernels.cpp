@@ -11,13 +11,12 @@
 
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
+#include "WorkSplit.h"
 
 namespace torch_maia::ops {
 namespace {
 
 constexpr int kRank = 4;  // the memref rank of every eager kernel argument
-// Below this many elements one program (one core) is faster than a split.
-constexpr int64_t kElementsPerProgram = 1 << 15;
 
 /// A kernel binary of the device kernel library, loaded on first use from
 /// MAIA_KERNEL_DIR (environment) or the build tree; the first candidate
@@ -115,10 +114,6 @@ maiaKernelArg denseMemref(const at::Tensor& t, int64_t numel) {
   return memref;
 }
 
-int64_t elementwisePrograms(int64_t numel) {
-  return numel < 2 * kElementsPerProgram ? 1 : deviceCores();
-}
-
 /// Appends operand arg of iter as a rank-4 memref over the kept dimensions.
 void appendOperand(const at::TensorIteratorBase& iter, int arg,
                    c10::ArrayRef<int> dims, std::vector<maiaKernelArg>* out) {
@@ -154,7 +149,7 @@ void launchOnDims(maiaKernel_t kernel, const at::TensorIteratorBase& iter,
   args.insert(args.end(), scalars.begin(), scalars.end());
   int64_t numel = 1;
   for (int d : dims) numel *= iter.shape()[d];
-  launchPrograms(kernel, args, elementwisePrograms(numel), iter.device(0).index());
+  launchPrograms(kernel, args, programsFor(numel, numel), iter.device(0).index());
 }
 
 }  // namespace
@@ -178,20 +173,6 @@ maiaKernel_t gemmKernel(c10::ScalarType dtype) {
 
 maiaKernel_t nnKernel(const char* op, c10::ScalarType dtype) {
   return t_kernel_cache.get(nnLibrary(), op, dtype);
-}
-
-int deviceCores() {
-  static const int cores = [] {
-    maiaDeviceProp prop;
-    MAIA_CHECK(maiaGetDeviceProperties(&prop, 0));
-    return prop.core_count;
-  }();
-  return cores;
-}
-
-int64_t programsFor(int64_t units, int64_t work) {
-  if (units <= 1 || work < 2 * kElementsPerProgram) return 1;
-  return std::min<int64_t>(units, deviceCores());
 }
 
 void launchPrograms(maiaKernel_t kernel, c10::ArrayRef<maiaKernelArg> args, int64_t programs,
@@ -291,7 +272,7 @@ void launchDense(maiaKernel_t kernel, c10::ArrayRef<const at::Tensor*> operands,
   int count = 0;
   for (const at::Tensor* t : operands) args[count++] = denseMemref(*t, numel);
   for (const maiaKernelArg& scalar : scalars) args[count++] = scalar;
-  launchPrograms(kernel, c10::ArrayRef<maiaKernelArg>(args, count), elementwisePrograms(numel),
+  launchPrograms(kernel, c10::ArrayRef<maiaKernelArg>(args, count), programsFor(numel, numel),
                  operands[0]->device().index());
 }
 

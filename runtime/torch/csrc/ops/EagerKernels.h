@@ -36,16 +36,9 @@ void gemm(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out, doubl
 /// e.g. "softmax_f32"), cached like eagerKernel(op, dtype).
 maiaKernel_t nnKernel(const char* op, c10::ScalarType dtype);
 
-/// Device cores (for launch grids).
-int deviceCores();
-
-/// How many programs to split units independent pieces of work (work
-/// elements in all) over: one below ~64K elements, where one core is faster
-/// than a split, else up to the device's cores.
-int64_t programsFor(int64_t units, int64_t work);
-
 /// Launches kernel with args on the current stream of device, over a
-/// one-dimensional grid of programs (at least one).
+/// one-dimensional grid of programs (at least one; programsFor in
+/// WorkSplit.h says how many).
 void launchPrograms(maiaKernel_t kernel, c10::ArrayRef<maiaKernelArg> args, int64_t programs,
                     c10::DeviceIndex device);
 

@@ -23,6 +23,7 @@
 #include <sstream>
 #include <vector>
 
+#include "WorkSplit.h"
 #include "ops/EagerKernels.h"
 
 namespace torch_maia::ops {

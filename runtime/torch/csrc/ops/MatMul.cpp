@@ -8,6 +8,7 @@
 
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
+#include "WorkSplit.h"
 #include "gemm_launch.h"
 #include "ops/EagerKernels.h"
 #include "ops/Fallback.h"

@@ -29,6 +29,7 @@
 
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
+#include "WorkSplit.h"
 #include "ops/EagerKernels.h"
 #include "ops/MaiaOps.h"
 #include "ops/Fallback.h"

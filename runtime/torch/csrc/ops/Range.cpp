@@ -13,6 +13,7 @@
 #include <ATen/ops/arange_native.h>
 #include <torch/library.h>
 
+#include "WorkSplit.h"
 #include "ops/EagerKernels.h"
 #include "ops/MaiaOps.h"
 

@@ -22,6 +22,7 @@
 
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
+#include "WorkSplit.h"
 #include "ops/EagerKernels.h"
 #include "ops/MaiaOps.h"
 
@@ -30,9 +31,6 @@ namespace {
 
 using at::Tensor;
 using DimList = at::OptionalIntArrayRef;
-
-// Below this many input elements one program (one core) is faster than a split.
-constexpr int64_t kElementsPerProgram = 1 << 15;
 
 /// The input viewed as [outer, n, inner] and the result's shape.
 struct Plan {
@@ -141,9 +139,7 @@ void launch(const char* op, c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> 
             const Plan& p, const Tensor& ref) {
   const int64_t outputs = p.outer * p.inner;
   if (outputs == 0) return;
-  const int64_t work = outputs * std::max<int64_t>(p.n, 1);
-  launchOn(op, dtype, args,
-           work < 2 * kElementsPerProgram ? 1 : std::min<int64_t>(deviceCores(), outputs), ref);
+  launchOn(op, dtype, args, programsFor(outputs, outputs * std::max<int64_t>(p.n, 1)), ref);
 }
 
 /// Whether a reduction of p to one value splits its line over the cores:
@@ -156,8 +152,7 @@ bool splitsLine(const char* op, c10::ScalarType dtype, const Plan& p) {
   const bool associative = name == "sum" || name == "prod" || name == "amax" || name == "amin";
   const bool exact = dtype == c10::ScalarType::Float || dtype == c10::ScalarType::Double ||
                      dtype == c10::ScalarType::Long;
-  return associative && exact && deviceCores() > 1 && p.outer * p.inner == 1 &&
-         p.n >= 4 * kElementsPerProgram;
+  return associative && exact && p.outer * p.inner == 1 && splitsOneLine(p.n);
 }
 
 /// The reduction of p's single line into result in two passes: one program

@@ -5,6 +5,7 @@
 #include <ATen/native/Resize.h>
 #include <torch/library.h>
 
+#include "WorkSplit.h"
 #include "ops/EagerKernels.h"
 #include "ops/MaiaOps.h"
 
