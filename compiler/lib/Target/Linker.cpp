@@ -1,0 +1,103 @@
+//===- Linker.cpp - Link MAIA kernel objects with lld ---------------------===//
+//
+// Runs lld's ELF driver in process, so no ld.lld needs to be installed next
+// to the compiler, and reads the linked shared object back. Undefined
+// symbols are resolved against libc and libm only, so a kernel calling
+// anything else fails here rather than when the driver loads it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Linker.h"
+
+#include "lld/Common/Driver.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <vector>
+
+LLD_HAS_DRIVER(elf)
+
+namespace mc = ::maia::compiler;
+
+mc::Linker::~Linker() {
+  if (!tempDir.empty())
+    llvm::sys::fs::remove_directories(tempDir);
+}
+
+bool mc::Linker::link(llvm::StringRef object, std::string &binary,
+                      std::string &error) {
+  if (!lldUsable) {
+    error = "the in-process linker cannot run again after an earlier failure; "
+            "restart the compiler";
+    return false;
+  }
+  if (tempDir.empty()) {
+    llvm::SmallString<128> dir;
+    if (std::error_code ec =
+            llvm::sys::fs::createUniqueDirectory("maia-compile", dir)) {
+      error = "cannot create a temporary directory: " + ec.message();
+      return false;
+    }
+    tempDir = dir.str().str();
+  }
+  std::string stem = tempDir + "/k" + std::to_string(linkCounter++);
+  std::string objectPath = stem + ".o", outputPath = stem + ".maiabin";
+  auto cleanup = llvm::make_scope_exit([&] {
+    llvm::sys::fs::remove(objectPath);
+    llvm::sys::fs::remove(outputPath);
+  });
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(objectPath, ec);
+    if (ec) {
+      error = "cannot write " + objectPath + ": " + ec.message();
+      return false;
+    }
+    os << object;
+    os.close();
+    if (os.has_error()) {
+      error = "cannot write " + objectPath + ": " + os.error().message();
+      os.clear_error();
+      return false;
+    }
+  }
+  std::vector<const char *> args = {
+      "ld.lld", "-shared",     "--hash-style=gnu", "-z",  "noexecstack",
+      "-z",     "relro",       "-z",               "now", "--build-id=none",
+      "-o",     outputPath.c_str(), objectPath.c_str()};
+  // Kernels may call the C and math libraries (memref.alloc -> malloc, math
+  // ops without an approximation -> libm); any other undefined symbol (a
+  // runtime helper such as printF32 or memrefCopy) is a link error here
+  // rather than a load failure in the driver.
+  static const char *const systemLibraries[] = {
+      "/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libc.so.6"};
+  bool haveSystemLibraries = true;
+  for (const char *library : systemLibraries)
+    haveSystemLibraries &= llvm::sys::fs::exists(library);
+  if (haveSystemLibraries) {
+    args.push_back("--no-undefined");
+    args.push_back("--as-needed");
+    for (const char *library : systemLibraries)
+      args.push_back(library);
+  }
+  std::string messages;
+  llvm::raw_string_ostream messageStream(messages);
+  lld::Result result = lld::lldMain(args, messageStream, messageStream,
+                                    {{lld::Gnu, &lld::elf::link}});
+  lldUsable = result.canRunAgain;
+  if (result.retCode != 0) {
+    error = "linking with lld failed: " + messages;
+    return false;
+  }
+  auto buffer = llvm::MemoryBuffer::getFile(outputPath, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer) {
+    error = "cannot read the linked binary: " + buffer.getError().message();
+    return false;
+  }
+  binary = (*buffer)->getBuffer().str();
+  return true;
+}
