@@ -21,6 +21,9 @@ from .kernel import MaiaKernel
 
 KERNEL_NAME_PLACEHOLDER = "MAIA_KERNEL_NAME"
 
+# Called with (name, MLIR source) for every kernel defined (testing.py).
+kernel_source_observers: list = []
+
 
 class MaiaScheduling(SIMDScheduling):
     kernel_type = MaiaKernel  # type: ignore[assignment]
@@ -42,6 +45,8 @@ class MaiaScheduling(SIMDScheduling):
         name = f"maia_{kind}_{fused}_{wrapper.next_kernel_suffix()}"
         wrapper.src_to_kernel[src_code] = name
         mlir = src_code.replace(KERNEL_NAME_PLACEHOLDER, name)
+        for observe in kernel_source_observers:
+            observe(name, mlir)
         origins, detailed_origins = get_kernel_metadata(node_schedule, wrapper)
         wrapper.header.writeline("")
         for line in (origins + "\n" + detailed_origins).splitlines():
