@@ -1,5 +1,7 @@
-// The natively registered maia operators (the dispatcher table is in
-// Register.cpp; every other ATen operator goes through Fallback.cpp).
+// The tensor creation, storage and copy functions of Factory.cpp, Copy.cpp
+// and Fill.cpp: the operators Register.cpp registers, and what other files
+// reuse (newEmpty, resizeStorageBytes). The other operator files register
+// their own operators and declare nothing here.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -1,6 +1,15 @@
-// The maia operator table: every natively implemented ATen operator, in one
-// flat list. Views and metadata-only operators reuse ATen's device-generic
-// implementations.
+// The operators that make maia a PrivateUse1 device: tensor creation,
+// views, storage (resize_, set_), copies and _local_scalar_dense (the
+// minimal set PyTorch documents for a new backend), plus fill_, zero_ and
+// record_stream, in one table. Views and metadata-only operators reuse
+// ATen's device-generic implementations; the others are in Factory.cpp,
+// Copy.cpp and Fill.cpp (declared in MaiaOps.h).
+//
+// Every other native operator is registered by the file that implements it,
+// in its own TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) block (Elementwise.cpp,
+// Reduction.cpp, MatMul.cpp, Softmax.cpp, ...); an operator with neither a
+// maia kernel nor a decomposition runs on the host through the boxed
+// fallback (Fallback.cpp).
 #include <ATen/native/Resize.h>
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>

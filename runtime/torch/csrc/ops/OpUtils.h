@@ -1,0 +1,24 @@
+// Small helpers shared by the operators launched from the NN kernel binary
+// (Softmax.cpp, LayerNorm.cpp, Loss.cpp, IndexSelect.cpp, Embedding.cpp).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/ScalarType.h>
+
+namespace torch_maia::ops {
+
+/// PyTorch's error for an operator without kernels for t's (non-floating) dtype.
+inline void checkFloating(const char* op, const at::Tensor& t) {
+  TORCH_CHECK(at::isFloatingType(t.scalar_type()), op, ": \"", op,
+              "\" not implemented for '", t.scalar_type(), "'");
+}
+
+/// The product of sizes[begin, end): the extent of those dimensions
+/// flattened (outer/inner extents of [outer, n, inner] views).
+inline int64_t prod(c10::IntArrayRef sizes, int64_t begin, int64_t end) {
+  int64_t n = 1;
+  for (int64_t d = begin; d < end; ++d) n *= sizes[d];
+  return n;
+}
+
+}  // namespace torch_maia::ops
