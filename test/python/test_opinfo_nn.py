@@ -1,5 +1,6 @@
-"""OpInfo sweep of the native NN and indexing operators (runtime/torch/csrc/ops/NN.cpp and
-Indexing.cpp, kernels in runtime/kernels/nn): PyTorch's own sample inputs run on maia and
+"""OpInfo sweep of the native NN and indexing operators (runtime/torch/csrc/ops/: Softmax,
+LayerNorm, Loss, IndexSelect, Embedding, ScatterGather, Cat, Indexing; kernels in
+runtime/kernels/nn): PyTorch's own sample inputs run on maia and
 on the CPU, compared with torch.testing.assert_close for every dtype maia supports,
 gradients in float32/float64, and an out-of-range index reported as a sticky device error.
 nn.functional.dropout is not swept (its samples are random: no CPU reference);
