@@ -4,7 +4,7 @@
 # host compiler. Until (and besides) the MLIR compiler, this is how tests,
 # the demo and benchmarks get kernels: the sources follow the kernel ABI of
 # DESIGN section 5 and embed their metadata JSON in section .maia.meta (see
-# test/runtime/kernels/maia_kernel_abi.h).
+# runtime/driver/include/maia/kernel_abi.h).
 function(maia_add_host_kernel_binary name)
   cmake_parse_arguments(ARG "" "" "SOURCES;COMPILE_OPTIONS" ${ARGN})
   add_library(${name} MODULE ${ARG_SOURCES})
@@ -28,7 +28,7 @@ endfunction()
 # A kernel binary whose sources a Python generator writes into gen/ (the
 # OUTPUTS, plus metadata.gen.cpp) from its kernel table, using
 # runtime/kernels/kernel_binary_gen.py; built for x86-64-v3 with the eager
-# kernels' headers (scalar types) and the kernel ABI header on the path.
+# kernels' headers (scalar types) on the path.
 function(maia_add_generated_kernel_binary name)
   cmake_parse_arguments(ARG "" "GENERATOR" "OUTPUTS" ${ARGN})
   set(gen_dir ${CMAKE_CURRENT_BINARY_DIR}/gen)
@@ -45,6 +45,5 @@ function(maia_add_generated_kernel_binary name)
     SOURCES ${ARG_OUTPUTS}
     COMPILE_OPTIONS -march=x86-64-v3 -fno-math-errno)
   target_include_directories(${name} PRIVATE
-    ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime/kernels/eager
-    ${PROJECT_SOURCE_DIR}/test/runtime/kernels)
+    ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime/kernels/eager)
 endfunction()

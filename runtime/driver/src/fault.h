@@ -32,7 +32,7 @@ class KernelCodeScope {
 /// The fault unwinds with siglongjmp, skipping the kernel's frames and the
 /// driver's frames between here and the kernel entry call: those frames
 /// must hold no lock and own nothing with a destructor (the kernel-side
-/// contract is in maia_kernel_abi.h). No syscall on the normal path.
+/// contract is in maia/kernel_abi.h). No syscall on the normal path.
 bool runGuardedImpl(void (*fn)(void*), void* context, std::string* fault);
 
 template <typename Fn>

@@ -9,7 +9,8 @@
 #include <array>
 #include <cstdint>
 
-#include "maia_kernel_abi.h"
+#include <maia/kernel_abi.h>
+
 #include "scalar_types.h"
 
 namespace maia_eager {

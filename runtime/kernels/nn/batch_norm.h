@@ -15,7 +15,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "maia_kernel_abi.h"
+#include <maia/kernel_abi.h>
+
 #include "nn.h"
 
 namespace maia_nn {

@@ -10,7 +10,8 @@
 
 #include <cstdint>
 
-#include "maia_kernel_abi.h"
+#include <maia/kernel_abi.h>
+
 #include "nn.h"
 #include "philox.h"
 

@@ -7,7 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "maia_kernel_abi.h"
+#include <maia/kernel_abi.h>
+
 #include "scalar_types.h"
 
 namespace maia_nn {

@@ -17,7 +17,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "maia_kernel_abi.h"
+#include <maia/kernel_abi.h>
+
 #include "nn.h"
 
 namespace maia_nn {

@@ -21,7 +21,8 @@
 #include <limits>
 #include <type_traits>
 
-#include "maia_kernel_abi.h"
+#include <maia/kernel_abi.h>
+
 #include "scalar_types.h"
 
 namespace maia_nn {

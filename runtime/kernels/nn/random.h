@@ -14,7 +14,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "maia_kernel_abi.h"
+#include <maia/kernel_abi.h>
+
 #include "nn.h"
 #include "philox.h"
 

@@ -10,7 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "maia_kernel_abi.h"
+#include <maia/kernel_abi.h>
+
 #include "nn.h"
 
 namespace maia_nn {

@@ -1,6 +1,6 @@
 // A kernel binary from a future compiler: its metadata format_version is
 // one this driver does not read, so loading it must be refused cleanly.
-#include "maia_kernel_abi.h"
+#include <maia/kernel_abi.h>
 
 MAIA_METADATA(R"json({
   "format": "maia-kernel-binary",

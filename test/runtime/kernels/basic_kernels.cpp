@@ -2,7 +2,7 @@
 #include <chrono>
 #include <cstdio>
 
-#include "maia_kernel_abi.h"
+#include <maia/kernel_abi.h>
 
 using namespace maia_kernel;
 

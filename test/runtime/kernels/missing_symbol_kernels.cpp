@@ -1,7 +1,7 @@
 // A kernel binary whose metadata names an entry symbol the binary does not
 // export: the function exists but has hidden visibility, as when a kernel
 // is compiled without MAIA_KERNEL.
-#include "maia_kernel_abi.h"
+#include <maia/kernel_abi.h>
 
 MAIA_METADATA(R"json({
   "format": "maia-kernel-binary",

@@ -1,7 +1,7 @@
 // A kernel binary that declares a target feature no x86 CPU has, so no host
 // can run it. module_test also rewrites the feature list in memory to check
 // a real feature the host lacks and one it has.
-#include "maia_kernel_abi.h"
+#include <maia/kernel_abi.h>
 
 MAIA_METADATA(R"json({
   "format": "maia-kernel-binary",
