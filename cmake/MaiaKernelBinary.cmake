@@ -1,10 +1,10 @@
 # maia_add_host_kernel_binary(<name> SOURCES <src>...)
 #
 # Builds a MAIA kernel binary (<name>.maiabin) from C/C++ sources with the
-# host compiler. Until (and besides) the MLIR compiler, this is how tests,
-# the demo and benchmarks get kernels: the sources follow the kernel ABI of
-# DESIGN section 5 and embed their metadata JSON in section .maia.meta (see
-# runtime/driver/include/maia/kernel_abi.h).
+# host compiler. Besides the MLIR compiler, this is how the eager kernels,
+# tests, the demo and benchmarks get kernels: the sources follow the kernel
+# ABI of DESIGN section 5 and embed their metadata JSON in section .maia.meta
+# (see runtime/driver/include/maia/kernel_abi.h).
 function(maia_add_host_kernel_binary name)
   cmake_parse_arguments(ARG "" "" "SOURCES;COMPILE_OPTIONS" ${ARGN})
   add_library(${name} MODULE ${ARG_SOURCES})
@@ -23,27 +23,37 @@ function(maia_add_host_kernel_binary name)
                       -Wl,--no-undefined)
 endfunction()
 
-# maia_add_generated_kernel_binary(<name> GENERATOR <script.py> OUTPUTS <file>...)
+# maia_add_generated_kernel_binary(<name> GENERATOR <script.py> [ISA <level>]
+#                                  [OUTPUTS <file>...] [SOURCES <src>...]
+#                                  [COMPILE_OPTIONS <option>...])
 #
-# A kernel binary whose sources a Python generator writes into gen/ (the
-# OUTPUTS, plus metadata.gen.cpp) from its kernel table, using
-# runtime/kernels/kernel_binary_gen.py; built for x86-64-v3 with the eager
-# kernels' headers (scalar types) on the path.
+# A product kernel binary whose metadata.gen.cpp, and the OUTPUTS, a Python
+# generator writes into gen/<name>/ from its kernel table, through
+# runtime/kernels/kernel_binary_gen.py: the one writer of the metadata of
+# host-built binaries. The generator runs as `<script.py> <dir> <level>`, so
+# the metadata declares the target features of the -march level the binary
+# is compiled for (ISA, default x86-64-v3). Hand-written SOURCES are
+# compiled with the OUTPUTS, with the eager kernels' headers (scalar types)
+# on the path.
 function(maia_add_generated_kernel_binary name)
-  cmake_parse_arguments(ARG "" "GENERATOR" "OUTPUTS" ${ARGN})
-  set(gen_dir ${CMAKE_CURRENT_BINARY_DIR}/gen)
+  cmake_parse_arguments(ARG "" "GENERATOR;ISA" "OUTPUTS;SOURCES;COMPILE_OPTIONS" ${ARGN})
+  if(NOT ARG_ISA)
+    set(ARG_ISA x86-64-v3)
+  endif()
+  set(gen_dir ${CMAKE_CURRENT_BINARY_DIR}/gen/${name})
   list(TRANSFORM ARG_OUTPUTS PREPEND ${gen_dir}/)
   list(APPEND ARG_OUTPUTS ${gen_dir}/metadata.gen.cpp)
   find_package(Python3 REQUIRED COMPONENTS Interpreter)
   add_custom_command(
     OUTPUT ${ARG_OUTPUTS}
     COMMAND Python3::Interpreter ${CMAKE_CURRENT_SOURCE_DIR}/${ARG_GENERATOR} ${gen_dir}
+            ${ARG_ISA}
     DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/${ARG_GENERATOR}
             ${PROJECT_SOURCE_DIR}/runtime/kernels/kernel_binary_gen.py
     COMMENT "Generating the sources of ${name}")
   maia_add_host_kernel_binary(${name}
-    SOURCES ${ARG_OUTPUTS}
-    COMPILE_OPTIONS -march=x86-64-v3 -fno-math-errno)
+    SOURCES ${ARG_SOURCES} ${ARG_OUTPUTS}
+    COMPILE_OPTIONS -march=${ARG_ISA} -fno-math-errno ${ARG_COMPILE_OPTIONS})
   target_include_directories(${name} PRIVATE
     ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime/kernels/eager)
 endfunction()

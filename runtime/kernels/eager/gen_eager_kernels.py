@@ -2,7 +2,7 @@
 """Generates the eager kernel binary's sources from the kernel table below:
 one C++ entry point per (operator, dtype) and the binary's metadata JSON.
 
-Usage: gen_eager_kernels.py OUT_DIR
+Usage: gen_eager_kernels.py OUT_DIR ISA   (ISA: the -march level, e.g. x86-64-v3)
 Writes OUT_DIR/{cast,binary,unary,metadata}.gen.cpp. The kernel names are
 the contract with runtime/torch/csrc/ops/EagerKernels.cpp:
     <op>_<dtype>            e.g. add_f32, eq_bf16, where_i64
@@ -13,7 +13,9 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from kernel_binary_gen import DTYPES, FLOAT, INTEGRAL, NUMERIC, write_binary_sources  # noqa: E402
+import kernel_binary_gen  # noqa: E402
+from kernel_binary_gen import (DTYPES, FLOAT, INTEGRAL, NUMERIC, kernel, scalar,  # noqa: E402
+                               write_binary_sources)
 
 
 BINARY = [  # op, functor, dtypes, output is bool
@@ -76,19 +78,15 @@ using namespace maia_eager;
 
 
 def memref(meta):
-    return {"kind": "memref", "dtype": meta, "rank": 4, "strides": [None] * 4}
+    return kernel_binary_gen.memref(meta, 4)
 
 
-def scalar(meta):
-    return {"kind": "scalar", "dtype": meta}
-
-
-def main(out_dir):
+def main(out_dir, isa):
     kernels = []
     cast, binary, unary = [HEADER], [HEADER], [HEADER]
 
     def add(name, args, source, code):
-        kernels.append({"name": name, "symbol": name, "grid_rank": 1, "args": args})
+        kernels.append(kernel(name, args))
         source.append(f"MAIA_KERNEL {name}(void* const* args, const maia_grid_t* grid) {{\n"
                       f"  {code}\n}}\n")
 
@@ -131,11 +129,11 @@ def main(out_dir):
         add(f"where_{name}", [memref(meta), memref("i1"), memref(meta), memref(meta)], unary,
             f"ternarySelect<{t}>(args, grid, [](bool c, {t} a, {t} b) {{ return c ? a : b; }});")
 
-    write_binary_sources(out_dir, "gen_eager_kernels.py", kernels, {
+    write_binary_sources(out_dir, isa, "gen_eager_kernels.py", kernels, {
         "cast.gen.cpp": "".join(cast),
         "binary.gen.cpp": "".join(binary),
         "unary.gen.cpp": "".join(unary),
     })
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])

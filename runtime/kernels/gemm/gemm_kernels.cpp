@@ -19,51 +19,19 @@
 // The same sources build two binaries: _v4 (-march=x86-64-v4, AVX-512
 // microkernel) and _v3 (-march=x86-64-v3, AVX2). The driver refuses a
 // binary whose target features the host lacks (maiaErrorUnsupportedImage),
-// so a loader tries _v4 first, then _v3.
-#include <maia/runtime.h>
+// so a loader tries _v4 first, then _v3. Each binary's metadata (this
+// kernel table, and the features of its ISA level) is written by
+// gen_gemm_metadata.py, like that of every host-built kernel binary: a
+// change to the entry points or their arguments goes there too.
+#include <maia/kernel_abi.h>
 
 #include <cstdint>
 
 #include "blocked.h"
 #include "element.h"
 
-#if defined(__AVX512F__)
-#define MAIA_GEMM_FEATURES                                                          \
-  R"j(["avx512f", "avx512bw", "avx512dq", "avx512vl", "avx512cd", "avx2", "fma", )j" \
-  R"j("f16c", "bmi", "bmi2", "lzcnt", "movbe"])j"
-#else
-#define MAIA_GEMM_FEATURES R"j(["avx2", "fma", "f16c", "bmi", "bmi2", "lzcnt", "movbe"])j"
-#endif
-
-#define MAIA_GEMM_ARGS(dtype)                                        \
-  R"j([{"kind": "memref", "dtype": ")j" dtype R"j(", "rank": 3, "strides": [null, null, null]},)j" \
-  R"j( {"kind": "memref", "dtype": ")j" dtype R"j(", "rank": 3, "strides": [null, null, null]},)j" \
-  R"j( {"kind": "memref", "dtype": ")j" dtype R"j(", "rank": 3, "strides": [null, null, null]},)j" \
-  R"j( {"kind": "scalar", "dtype": "f32"}, {"kind": "scalar", "dtype": "f32"}])j"
-
-extern "C" __attribute__((visibility("default"), used, section(".maia.meta")))
-const char maia_metadata[] =
-    R"j({"format": "maia-kernel-binary", "format_version": 1,)j"
-    R"j( "compiler": "host-c++ (runtime/kernels/gemm)",)j"
-    R"j( "target": {"cpu": "x86-64", "features": )j" MAIA_GEMM_FEATURES R"j(},)j"
-    R"j( "kernels": [)j"
-    R"j({"name": "gemm_f32", "symbol": "gemm_f32", "grid_rank": 3, "args": )j" MAIA_GEMM_ARGS("f32") "},"
-    R"j({"name": "gemm_bf16", "symbol": "gemm_bf16", "grid_rank": 3, "args": )j" MAIA_GEMM_ARGS("bf16") "},"
-    R"j({"name": "gemm_f16", "symbol": "gemm_f16", "grid_rank": 3, "args": )j" MAIA_GEMM_ARGS("f16") "}"
-    "]}";
-
 namespace maia_gemm {
 namespace {
-
-/// The MLIR memref descriptor of rank 3 (DESIGN section 5).
-template <typename T>
-struct MemRef3 {
-  T* allocated;
-  T* aligned;
-  int64_t offset;
-  int64_t sizes[3];
-  int64_t strides[3];
-};
 
 /// [begin, end) of the part-th of parts near-equal slices of n elements,
 /// cut at multiples of unit.
@@ -78,11 +46,11 @@ Range split(int64_t n, int64_t unit, int64_t parts, int64_t part) {
 
 template <typename T>
 void gemmProgram(void* const* args, const maia_grid_t* grid) {
-  const auto& a = *static_cast<const MemRef3<T>*>(args[0]);
-  const auto& b = *static_cast<const MemRef3<T>*>(args[1]);
-  const auto& c = *static_cast<const MemRef3<T>*>(args[2]);
-  const float alpha = *static_cast<const float*>(args[3]);
-  const float beta = *static_cast<const float*>(args[4]);
+  const auto& a = maia_kernel::memref<T, 3>(args, 0);
+  const auto& b = maia_kernel::memref<T, 3>(args, 1);
+  const auto& c = maia_kernel::memref<T, 3>(args, 2);
+  const float alpha = maia_kernel::scalar<float>(args, 3);
+  const float beta = maia_kernel::scalar<float>(args, 4);
   const int64_t batch = c.sizes[0], m = c.sizes[1], n = c.sizes[2], k = a.sizes[2];
   if (a.sizes[1] != m || b.sizes[1] != k || b.sizes[2] != n ||
       (a.sizes[0] != batch && a.sizes[0] != 1) || (b.sizes[0] != batch && b.sizes[0] != 1))
@@ -108,8 +76,6 @@ void gemmProgram(void* const* args, const maia_grid_t* grid) {
 
 }  // namespace
 }  // namespace maia_gemm
-
-#define MAIA_KERNEL extern "C" __attribute__((visibility("default"))) void
 
 MAIA_KERNEL gemm_f32(void* const* args, const maia_grid_t* grid) {
   maia_gemm::gemmProgram<float>(args, grid);

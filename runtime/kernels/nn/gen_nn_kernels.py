@@ -4,7 +4,7 @@
 random.h, triangular.h, range.h and batch_norm.h, and the binary's metadata
 JSON.
 
-Usage: gen_nn_kernels.py OUT_DIR
+Usage: gen_nn_kernels.py OUT_DIR ISA   (ISA: the -march level, e.g. x86-64-v3)
 Writes OUT_DIR/{nn,metadata}.gen.cpp. The kernel names (<kernel>_<dtype>,
 e.g. softmax_f32, index_select_i64) are the contract with
 runtime/torch/csrc/ops/{NN,Indexing,Dropout,Random,Triangular,Range,
@@ -15,16 +15,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from kernel_binary_gen import DTYPES, FLOAT, NUMERIC, write_binary_sources  # noqa: E402
-
-
-
-def m(dtype, rank):
-    return {"kind": "memref", "dtype": dtype, "rank": rank, "strides": [None] * rank}
-
-
-def s(dtype):
-    return {"kind": "scalar", "dtype": dtype}
+from kernel_binary_gen import DTYPES, FLOAT, NUMERIC, kernel, write_binary_sources  # noqa: E402
+from kernel_binary_gen import memref as m, scalar as s  # noqa: E402
 
 
 # kernel, dtypes, args (T = the kernel's dtype), template call
@@ -109,18 +101,17 @@ def _arg_dtype(placeholder, meta):
     return placeholder
 
 
-def main(out_dir):
+def main(out_dir, isa):
     kernels, source = [], [HEADER]
-    for kernel, dtypes, args, call in KERNELS:
+    for op, dtypes, args, call in KERNELS:
         for name, t, meta, _ in dtypes:
-            symbol = f"{kernel}_{name}"
-            kernels.append({"name": symbol, "symbol": symbol, "grid_rank": 1,
-                            "args": [dict(a, dtype=_arg_dtype(a["dtype"], meta))
-                                     for a in args]})
+            symbol = f"{op}_{name}"
+            kernels.append(kernel(symbol, [dict(a, dtype=_arg_dtype(a["dtype"], meta))
+                                           for a in args]))
             source.append(f"MAIA_KERNEL {symbol}(void* const* args, const maia_grid_t* grid) {{\n"
                           f"  {call.format(t=t)}(args, grid);\n}}\n")
-    write_binary_sources(out_dir, "gen_nn_kernels.py", kernels,
+    write_binary_sources(out_dir, isa, "gen_nn_kernels.py", kernels,
                          {"nn.gen.cpp": "".join(source)})
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:])
