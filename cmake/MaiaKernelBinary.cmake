@@ -14,6 +14,7 @@ function(maia_add_host_kernel_binary name)
     CXX_STANDARD 20
     CXX_STANDARD_REQUIRED ON
     CXX_VISIBILITY_PRESET hidden
+    C_VISIBILITY_PRESET hidden
     LIBRARY_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/kernels)
   target_include_directories(${name} PRIVATE ${PROJECT_SOURCE_DIR}/runtime/driver/include)
   # Kernels are device code: they run on driver threads, so they must not

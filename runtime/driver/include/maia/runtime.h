@@ -99,6 +99,10 @@ MAIA_RUNTIME_API maiaError_t maiaDeviceGetStreamPriorityRange(int* out_least, in
 
 /* ------------------------------------------------------------------ memory */
 
+/* The async copies below take streams: declared here because in C a struct
+ * first named in a parameter list is a different type from maiaStream_t. */
+struct maiaStream;
+
 typedef enum maiaMemcpyKind {
   maiaMemcpyHostToHost = 0,
   maiaMemcpyHostToDevice = 1,
