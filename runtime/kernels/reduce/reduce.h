@@ -204,8 +204,8 @@ typename Op::Acc reduceLine(const T* base, int64_t n, int64_t s, const Op& op) {
     if (s == 1 && n >= 64) return extremeLineF32<IsExtremeF32<Op>::kMax>(base, n);
   }
   // Long lines: four vectors of accumulators, so that the adds of one vector
-  // do not wait for the previous one (one chain of 16 float lanes read a
-  // 4096-float row at ~0.8 of a STREAM triad, latency-bound).
+  // do not wait for the previous one (one chain of adds is latency-bound,
+  // below memory bandwidth).
   if (s == 1 && n >= 8 * kLanes) return reduceLanes<4 * kLanes>(base, n, op);
   if (s == 1 && n >= 2 * kLanes) return reduceLanes<kLanes>(base, n, op);
   Acc acc = op.init();
