@@ -38,7 +38,7 @@ if(NOT MAIA_SANITIZE STREQUAL "")
       "UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=${supp}/ubsan.supp")
   else()
     list(APPEND MAIA_SANITIZER_ENVIRONMENT
-      "TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1:suppressions=${supp}/tsan.supp")
+      "TSAN_OPTIONS=halt_on_error=0:second_deadlock_stack=1:ignore_noninstrumented_modules=1:suppressions=${supp}/tsan.supp")
   endif()
   set(MAIA_SANITIZER_LAUNCHER ${supp}/run-sanitized.sh ${CMAKE_BINARY_DIR}/sanitizer-logs)
 endif()
