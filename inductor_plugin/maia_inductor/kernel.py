@@ -58,6 +58,7 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
         super().__init__(tiling, **kwargs)
         self.cse = MaiaCSE(self.newvar_prefix, self.suffix)
         self.prologue = IndentedBuffer()  # constants and accumulator slots
+        self.libm_functions: dict[str, str] = {}  # name -> MLIR function type
         self.segment_init = IndentedBuffer()  # accumulator resets, before a loop
         self.vector_ranges: dict[str, VectorRange] = {}
         self._slot_ids = itertools.count()
@@ -219,6 +220,8 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
 
         name = name or KERNEL_NAME_PLACEHOLDER
         signature = ", ".join(f"{ssa}: {ty}" for ssa, ty, _ in args)
+        for function, function_type in sorted(self.libm_functions.items()):
+            code.writeline(f"func.func private @{function}{function_type}")
         code.writeline(f"func.func @{name}({signature}) attributes {{maia.kernel, "
                        f"maia.grid_rank = {2 if self.lanes_over_x else 1}}} {{")
         with code.indent():

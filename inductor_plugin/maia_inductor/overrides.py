@@ -348,9 +348,11 @@ class MaiaOverrides(OpOverrides):
         [1/4, 10.1] (1.3 ulp in float32). exp(-a^2) is exp(-hi)*(1 - lo)
         with a^2 = hi + lo split exactly by an fma (hi alone is off by up to
         50 ulp at a = 10); where the result is subnormal, exp(-hi/2)^2 (no
-        flush). erfc(-a) = 2 - erfc(a)."""
+        flush). erfc(-a) = 2 - erfc(a). float64: libm's erfc."""
         o = MaiaOverrides
         x = _value(x)
+        if x.mdtype == torch.float64:
+            return _k().call_libm(_k().compute, "erfc", x)
         if not mt.is_float(x.mdtype):
             x = _k().convert(x, torch.float32)
         if x.mdtype in (torch.float16, torch.bfloat16):

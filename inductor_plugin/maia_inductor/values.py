@@ -102,6 +102,25 @@ class ValueEmitter:
         var.mdtype, var.vec, var.scope = dtype, vec, self.scope_of(buffer)
         return var
 
+    def call_libm(self, buffer, function: str, x):
+        """function(x) by libm, lane by lane: for the float64 functions MLIR
+        19's math dialect lacks (erfc)."""
+        scalar_type = self.mlir_type(x.mdtype, False)
+        self.libm_functions[function] = f"({scalar_type}) -> {scalar_type}"
+        if not x.vec:
+            return self.emit(buffer, f"func.call @{function}({x}) : ({scalar_type}) -> "
+                             f"{scalar_type}", x.mdtype, False)
+        vector_type = self.mlir_type(x.mdtype, True)
+        result = self.constant(0, x.mdtype, True)
+        for lane in range(mt.VL):
+            element = self.emit(buffer, f"vector.extract {x}[{lane}] : {scalar_type} from "
+                                f"{vector_type}", x.mdtype, False)
+            value = self.emit(buffer, f"func.call @{function}({element}) : ({scalar_type}) -> "
+                              f"{scalar_type}", x.mdtype, False)
+            result = self.emit(buffer, f"vector.insert {value}, {result}[{lane}] : "
+                               f"{scalar_type} into {vector_type}", x.mdtype, True)
+        return result
+
     def emit_uncached(self, buffer, text: str, dtype, vec: bool):
         """For reads of mutable state (accumulator slots): never shared."""
         var = self.typed_newvar(buffer, dtype, vec)

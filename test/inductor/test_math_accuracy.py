@@ -180,3 +180,18 @@ def test_asin_acos_at_plus_minus_one():
         torch._dynamo.reset()
         actual = torch.compile(fn)(x.to("maia")).cpu()
         torch.testing.assert_close(actual, fn(x), atol=2.4e-7, rtol=0)  # 2 ulp at pi/2
+
+
+def test_float64_erfc_is_as_accurate_as_eager():
+    # MLIR 19 has no math.erfc: float64 calls libm lane by lane (the float32
+    # approximation would be off by ~1e9 float64 ulp).
+    x = torch.cat([torch.linspace(-6.0, 28.0, 20001, dtype=torch.float64),
+                   torch.tensor([0.0, -0.0, INF, -INF, NAN, 1e-300, 26.5, 27.3],
+                                dtype=torch.float64)])
+    maia = _compiled(torch.erfc, x)
+    cpu = torch.erfc(x)
+    finite = cpu.isfinite() & (cpu != 0)
+    torch.testing.assert_close(maia[~finite], cpu[~finite], equal_nan=True, rtol=0, atol=0)
+    spacing = torch.nextafter(cpu[finite].abs(), torch.tensor(INF, dtype=torch.float64)) - \
+        cpu[finite].abs()
+    assert int(((maia[finite] - cpu[finite]).abs() / spacing).max()) <= 4
