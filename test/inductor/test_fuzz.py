@@ -26,7 +26,9 @@ FIXED = {
     515,  # full argmax of a permuted input: test_reductions.py::test_full_arg_reduction_*
 }
 KNOWN_BAD = {
-    1046: "upstream Inductor (Inductor CPU gives the same wrong result): a cat reading a "
+    1046: "upstream Inductor, pytorch/pytorch#177821 (Inductor CPU gives the same wrong "
+          "result: ConcatKernel makes cat inputs views of its output, then an in-place "
+          "reuse mutates one): a cat reading a "
           "buffer that a later index_add mutates in place reads the mutated values: "
           "v0 = torch.index_add(a0, 0, a1, a2); v4 = torch.index_add(v0, 1, a4, a5, alpha=2); "
           "torch.cat([v0, v0 * 2], 1) with 1x1 int32 inputs gives [[21, 14]], eager [[7, 14]]",
