@@ -26,7 +26,7 @@ def register() -> None:
     from . import config
     from .compiler import compiler_identity
     from .device import MaiaDeviceOpOverrides
-    from .graph_passes import FlattenFullArgReductions
+    from .graph_passes import MaiaPostGradPasses
     from .scheduling import MaiaScheduling
     from .wrapper import MaiaWrapperCodegen
 
@@ -37,7 +37,7 @@ def register() -> None:
 
     register_device_op_overrides("maia", MaiaDeviceOpOverrides())
     register_backend_for_device("maia", MaiaScheduling, MaiaWrapperCodegen,
-                                device_custom_pass=FlattenFullArgReductions(),
+                                device_custom_pass=MaiaPostGradPasses(),
                                 device_custom_config=config)
     _registered = True
 

@@ -3,6 +3,10 @@
 Registered as the device's `device_custom_pass` (Inductor runs it after its
 own post-grad passes on every graph that touches a maia tensor).
 
+Operators without an MLIR lowering (eager_fallbacks.py) are retargeted to
+their eager twins, which Inductor calls as fallback kernels (they warn,
+naming the operator, the first time they run).
+
 Why a full argmax/argmin needs a pass: Inductor reorders a reduction's loops
 to follow memory order, so the position a reduction reports is the position
 in storage order. Inductor asks the backend to compute the row-major position
@@ -16,6 +20,8 @@ expression.
 
 import torch
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
+
+from . import eager_fallbacks
 
 aten = torch.ops.aten
 _ARG_REDUCTIONS = (aten.argmax.default, aten.argmin.default)
@@ -41,31 +47,43 @@ def _with_value(node: torch.fx.Node, value) -> torch.fx.Node:
     return node
 
 
-class FlattenFullArgReductions(CustomGraphModulePass):
+def flatten_full_arg_reductions(graph: torch.fx.Graph) -> None:
     """argmax/argmin over all dims of an N-d maia tensor (N > 1) becomes the
     same reduction over dim 0 of its flattened view."""
+    for node, source in list(_full_arg_reductions(graph)):
+        keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
+        fake = source.meta["val"]
+        with graph.inserting_before(node):
+            flat = _with_value(
+                graph.call_function(aten.reshape.default, (source, [-1])),
+                fake.reshape(-1))
+            reduced = _with_value(
+                graph.call_function(node.target, (flat, 0, False)),
+                node.meta["val"].reshape(()))
+            result = reduced
+            if keepdim:
+                result = _with_value(
+                    graph.call_function(aten.reshape.default,
+                                        (reduced, [1] * fake.dim())),
+                    node.meta["val"])
+        node.replace_all_uses_with(result)
+        graph.erase_node(node)
 
+
+def run_unlowered_ops_eagerly(graph: torch.fx.Graph) -> None:
+    twins = eager_fallbacks.twins()
+    for node in graph.nodes:
+        twin = twins.get(node.target) if node.op == "call_function" else None
+        if twin is None or not any(_on_maia(a) for a in node.all_input_nodes):
+            continue
+        node.target = twin
+
+
+class MaiaPostGradPasses(CustomGraphModulePass):
     def __call__(self, gm: torch.fx.GraphModule) -> None:
-        graph = gm.graph
-        for node, source in list(_full_arg_reductions(graph)):
-            keepdim = node.args[2] if len(node.args) > 2 else node.kwargs.get("keepdim", False)
-            fake = source.meta["val"]
-            with graph.inserting_before(node):
-                flat = _with_value(
-                    graph.call_function(aten.reshape.default, (source, [-1])),
-                    fake.reshape(-1))
-                reduced = _with_value(
-                    graph.call_function(node.target, (flat, 0, False)),
-                    node.meta["val"].reshape(()))
-                result = reduced
-                if keepdim:
-                    result = _with_value(
-                        graph.call_function(aten.reshape.default,
-                                            (reduced, [1] * fake.dim())),
-                        node.meta["val"])
-            node.replace_all_uses_with(result)
-            graph.erase_node(node)
+        flatten_full_arg_reductions(gm.graph)
+        run_unlowered_ops_eagerly(gm.graph)
         gm.recompile()
 
     def uuid(self):
-        return get_hash_for_files((__file__,))
+        return get_hash_for_files((__file__, eager_fallbacks.__file__))

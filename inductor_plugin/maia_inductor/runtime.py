@@ -11,7 +11,11 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import torch
 from torch_maia import _C
 
+from .eager_fallbacks import twins
 from .mlir_types import VL
+
+# Compiled graphs call these (also when loaded from the cache).
+twins()
 
 
 class MaiaCompiledKernel:
