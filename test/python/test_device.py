@@ -131,6 +131,11 @@ class TestBadInput:
         with pytest.raises(TypeError, match="maia tensors do not support dtype ComplexFloat"):
             torch.empty(2, dtype=torch.complex64, device="maia")
 
+    # GCC 12's TSan runtime cannot fork a multithreaded process: the child
+    # dies with "ThreadSanitizer: dup thread with used id" before any maia
+    # code runs (die_after_fork=0 does not help), so the parent waits forever.
+    @pytest.mark.skipif("libtsan" in os.environ.get("LD_PRELOAD", ""),
+                        reason="TSan runtime cannot fork a multithreaded process")
     def test_forked_child_gets_a_clear_error(self):
         torch.ones(1, device="maia")  # initialized in this process
         code = (
