@@ -261,3 +261,40 @@ def test_private_api_check_can_fail():
         _resolve("torch._inductor.codegen.common.OpOverrides._no_such_helper")
     with pytest.raises(AttributeError):
         _resolve("torch._inductor.codegen.common.Kernel._no_such_attribute")
+
+
+def _overrides_protocol_violations(overrides):
+    """OpsHandler ops that `overrides` implements with a signature that
+    cannot take OpsHandler's arguments (the protocol check halide.py does
+    statically, here at test time)."""
+    import inspect
+
+    from torch._inductor.ops_handler import OpsHandler
+
+    violations = []
+    for name, spec in vars(OpsHandler).items():
+        impl = vars(overrides).get(name)
+        if name.startswith("_") or not callable(spec) or impl is None:
+            continue
+        fn = impl.__func__ if isinstance(impl, staticmethod) else impl
+        if getattr(fn, "is_unimplemented", False):
+            continue
+        arguments = [p for p in inspect.signature(spec).parameters if p != "self"]
+        try:
+            inspect.signature(fn).bind(*arguments)
+        except TypeError as error:
+            violations.append(f"{name}{inspect.signature(fn)}: {error}")
+    return violations
+
+
+def test_overrides_follow_the_ops_handler_protocol():
+    from maia_inductor.overrides import MaiaOverrides
+
+    assert _overrides_protocol_violations(MaiaOverrides) == []
+
+    class Broken(MaiaOverrides):
+        @staticmethod
+        def where(condition, a):  # OpsHandler.where takes (condition, input, other)
+            return a
+
+    assert len(_overrides_protocol_violations(Broken)) == 1
