@@ -240,8 +240,61 @@ def test_backward_through_autocast():
 
 # --- training with GradScaler ---------------------------------------------
 # GradScaler's kernels (_amp_foreach_non_finite_check_and_unscale_,
-# _amp_update_scale_) have no maia kernel yet and run through the host
-# fallback; these tests check the results, whichever path computes them.
+# _amp_update_scale_) are maia operators (ops/GradScaler.cpp): no host
+# fallback, checked below against the CPU kernels of the same operators.
+
+AMP_OPS = ("aten::_amp_foreach_non_finite_check_and_unscale_", "aten::_amp_update_scale_")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("poison", [None, float("inf"), float("-inf"), float("nan")],
+                         ids=["finite", "inf", "-inf", "nan"])
+def test_non_finite_check_and_unscale_matches_cpu(dtype, poison):
+    g = _gen(5)
+    grads = [torch.randn(shape, generator=g).to(dtype) * 1000 for shape in [(33,), (4, 5), (0,)]]
+    if poison is not None:
+        grads[1][2, 3] = poison
+    found = {d: torch.zeros(1, device=d) for d in ("cpu", "maia")}
+    inv_scale = torch.full((1,), 1 / 1024)
+    maia_grads = [t.to("maia") for t in grads]
+    torch.maia.reset_fallback_counts()
+    torch._amp_foreach_non_finite_check_and_unscale_(maia_grads, found["maia"],
+                                                     inv_scale.to("maia"))
+    torch._amp_foreach_non_finite_check_and_unscale_(grads, found["cpu"], inv_scale)
+    assert not any(op in torch.maia.fallback_counts() for op in AMP_OPS)
+    assert found["maia"].item() == found["cpu"].item() == (0.0 if poison is None else 1.0)
+    for maia, cpu in zip(maia_grads, grads):
+        torch.testing.assert_close(maia.cpu(), cpu, equal_nan=True, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("found_inf,tracker,scale", [
+    (0.0, 0, 1024.0), (0.0, 1, 1024.0), (1.0, 1, 1024.0), (0.0, 1, 3.0e38), (1.0, 0, 1e-30)])
+def test_update_scale_matches_cpu(found_inf, tracker, scale):
+    # growth_interval 2: tracker 1 + a clean step grows (unless float32
+    # overflows), any inf backs off; both restart the count.
+    state = {}
+    for device in ("cpu", "maia"):
+        s = torch.full((1,), scale, device=device)
+        t = torch.full((1,), tracker, dtype=torch.int32, device=device)
+        torch._amp_update_scale_(s, t, torch.full((1,), found_inf, device=device),
+                                 2.0, 0.5, 2)
+        state[device] = (s.cpu(), t.cpu())
+    assert torch.equal(state["maia"][0], state["cpu"][0])
+    assert torch.equal(state["maia"][1], state["cpu"][1])
+
+
+def test_amp_operators_reject_bad_arguments():
+    grads = [torch.randn(4, device="maia")]
+    with pytest.raises(RuntimeError, match="found_inf must be a float32"):
+        torch._amp_foreach_non_finite_check_and_unscale_(
+            grads, torch.zeros(1, dtype=torch.float64, device="maia"),
+            torch.ones(1, device="maia"))
+    with pytest.raises(RuntimeError, match="inv_scale must be a 1-element"):
+        torch._amp_foreach_non_finite_check_and_unscale_(
+            grads, torch.zeros(1, device="maia"), torch.ones(2, device="maia"))
+    with pytest.raises(RuntimeError, match="growth_tracker must be a 1-element int32"):
+        torch._amp_update_scale_(torch.ones(1, device="maia"), torch.zeros(1, device="maia"),
+                                 torch.zeros(1, device="maia"), 2.0, 0.5, 2)
 
 class TinyBlock(nn.Module):
     """A transformer-ish block: layer norm, attention-like mixing through
@@ -337,6 +390,7 @@ def test_training_with_grad_scaler_matches_cpu(dtype):
         atol, rtol = (5e-3, 5e-3) if dtype == torch.float16 else (3e-2, 3e-2)
         torch.testing.assert_close(maia_loss.cpu(), cpu_loss, atol=atol, rtol=rtol)
     assert maia_scaler.get_scale() == cpu_scaler.get_scale() == 2.0**10
+    assert not any(op in torch.maia.fallback_counts() for op in AMP_OPS)
     for p_maia, p_cpu in zip(maia_model.parameters(), cpu_model.parameters()):
         torch.testing.assert_close(p_maia.detach().cpu(), p_cpu.detach(), atol=atol, rtol=rtol)
 
