@@ -14,7 +14,26 @@ def reference(dtype, shape=(5, 7)):
     return x.to(dtype)
 
 
+PAIRS = [("maia", "maia"), ("cpu", "maia"), ("maia", "cpu"), ("maia:1", "maia")]
+
+
 class TestCopy:
+    @pytest.mark.parametrize("src_device,dst_device", PAIRS)
+    @pytest.mark.parametrize("src_shape,dst_shape", [((1,), (3,)), ((), (2, 3)), ((3,), (2, 3)),
+                                                     ((1, 3), (4, 3))])
+    def test_copy_broadcasts_the_source(self, src_device, dst_device, src_shape, dst_shape):
+        # ATen passes copies involving maia to _copy_from before broadcasting.
+        src = reference(torch.float32, src_shape)
+        dst = torch.zeros(dst_shape, dtype=torch.float16, device=dst_device)
+        dst.copy_(src.to(src_device))
+        assert torch.equal(dst.cpu(), src.to(torch.float16).expand(dst_shape))
+
+    @pytest.mark.parametrize("src_device,dst_device", PAIRS[:3])
+    def test_copy_that_cannot_broadcast_names_the_shapes(self, src_device, dst_device):
+        with pytest.raises(RuntimeError, match=r"output with shape \[\] doesn't match the "
+                                               r"broadcast shape \[1\]"):
+            torch.zeros((), device=dst_device).copy_(torch.ones(1, device=src_device))
+
     @pytest.mark.parametrize("dtype", DTYPES)
     def test_round_trip(self, dtype):
         x = reference(dtype)

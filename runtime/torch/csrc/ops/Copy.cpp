@@ -12,6 +12,7 @@
 // its later work (what CUDA does), so the source's stream and its caching
 // allocator see the copy as their own work.
 #include <ATen/CachedTensorUtils.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/TensorIterator.h>
 #include <ATen/ops/empty.h>
@@ -190,9 +191,13 @@ void copyMaiaToMaia(const at::Tensor& src, const at::Tensor& dst) {
 
 }  // namespace
 
-at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
-  TORCH_CHECK(self.sizes() == dst.sizes(), "copy between maia and another device needs equal "
-              "shapes, got ", self.sizes(), " and ", dst.sizes());
+at::Tensor copyFrom(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  // ATen hands copies that involve maia to _copy_from before it broadcasts:
+  // src is broadcast to dst's shape here, with CPU's error when it cannot be.
+  const std::vector<int64_t> broadcast = at::infer_size(src.sizes(), dst.sizes());
+  TORCH_CHECK(c10::IntArrayRef(broadcast) == dst.sizes(), "output with shape ", dst.sizes(),
+              " doesn't match the broadcast shape ", c10::IntArrayRef(broadcast));
+  const at::Tensor self = src.sizes() == dst.sizes() ? src : src.expand(dst.sizes());
   if (dst.numel() == 0) return dst;
   if (isMaia(self) && isMaia(dst)) {
     copyMaiaToMaia(self, dst);
