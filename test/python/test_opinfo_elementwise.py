@@ -20,7 +20,7 @@ NATIVE = [
     "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tanh", "sigmoid", "nn.functional.relu",
     "nn.functional.silu", "nn.functional.gelu", "erf", "reciprocal", "where",
     "mm", "addmm", "bmm", "baddbmm", "matmul", "nn.functional.linear", "dot", "mv", "addmv",
-    "clamp", "masked_fill", "ceil", "floor", "trunc", "round",
+    "clamp", "masked_fill", "ceil", "floor", "trunc", "round", "addcmul", "addcdiv", "lerp",
 ]
 # Samples whose CPU result depends on behaviour maia does not reproduce, with why.
 UNSUPPORTED_SAMPLE_KWARGS = {"out", "dtype"}

@@ -1,6 +1,7 @@
 """OpInfo sweep of the native NN and indexing operators (runtime/torch/csrc/ops/: Softmax,
 LayerNorm, Loss, IndexSelect, Embedding, ScatterGather, Cat, Indexing; kernels in
-runtime/kernels/nn): PyTorch's own sample inputs run on maia and
+runtime/kernels/nn) and of the activations (ops/Elementwise.cpp, kernels in
+runtime/kernels/eager): PyTorch's own sample inputs run on maia and
 on the CPU, compared with torch.testing.assert_close for every dtype maia supports,
 gradients in float32/float64, and an out-of-range index reported as a sticky device error.
 nn.functional.dropout is not swept (its samples are random: no CPU reference);
@@ -18,11 +19,40 @@ import torch
 from torch.testing._internal.common_methods_invocations import op_db
 
 from opinfo_support import (assert_grads_close, cases, check_forward_samples, maia_leaves,
-                            new_fallbacks, run_on_maia)
+                            new_fallbacks, run_on_maia, to_maia)
 
 SOFTMAX = {"aten::_softmax"}
 LOG_SOFTMAX = {"aten::_log_softmax"}
 NLL = {"aten::nll_loss_forward", "aten::nll_loss2d_forward"}
+# The activations (ops/Elementwise.cpp, kernels in runtime/kernels/eager): the functional
+# and in-place operators each OpInfo reaches, and the backward operators of each.
+ELU, HARDTANH = {"aten::elu", "aten::elu_"}, {"aten::hardtanh", "aten::hardtanh_"}
+ACTIVATIONS_FORWARD = {
+    "nn.functional.leaky_relu": {"aten::leaky_relu", "aten::leaky_relu_"},
+    "nn.functional.elu": ELU,
+    "nn.functional.selu": ELU,
+    "nn.functional.celu": ELU,
+    "nn.functional.hardtanh": HARDTANH,
+    "nn.functional.relu6": HARDTANH,
+    "nn.functional.softplus": {"aten::softplus"},
+    "nn.functional.mish": {"aten::mish", "aten::mish_"},
+    "nn.functional.hardswish": {"aten::hardswish", "aten::hardswish_"},
+    "nn.functional.hardsigmoid": {"aten::hardsigmoid", "aten::hardsigmoid_"},
+    "nn.functional.logsigmoid": {"aten::log_sigmoid_forward"},
+}
+ACTIVATIONS_BACKWARD = {
+    "nn.functional.leaky_relu": {"aten::leaky_relu_backward"},
+    "nn.functional.elu": {"aten::elu_backward"},
+    "nn.functional.selu": {"aten::elu_backward"},
+    "nn.functional.celu": {"aten::elu_backward"},
+    "nn.functional.hardtanh": {"aten::hardtanh_backward"},
+    "nn.functional.relu6": {"aten::hardtanh_backward"},
+    "nn.functional.softplus": {"aten::softplus_backward"},
+    "nn.functional.mish": {"aten::mish_backward", "aten::softplus"},
+    "nn.functional.hardswish": {"aten::hardswish_backward"},
+    "nn.functional.hardsigmoid": {"aten::hardsigmoid_backward"},
+    "nn.functional.logsigmoid": {"aten::log_sigmoid_backward"},
+}
 FORWARD_NATIVE = {
     "softmax": SOFTMAX,
     "log_softmax": LOG_SOFTMAX,
@@ -44,6 +74,7 @@ FORWARD_NATIVE = {
     "nonzero": {"aten::nonzero"},
     "argwhere": {"aten::nonzero"},
     "masked_select": {"aten::masked_select", "aten::nonzero", "aten::index"},
+    **ACTIVATIONS_FORWARD,
 }
 BACKWARD_NATIVE = {
     "softmax": {"aten::_softmax_backward_data"},
@@ -67,6 +98,7 @@ BACKWARD_NATIVE = {
     "index_put": {"aten::index", "aten::_index_put_impl_"},
     "__getitem__": {"aten::_index_put_impl_"},
     "masked_select": {"aten::_index_put_impl_"},
+    **ACTIVATIONS_BACKWARD,
 }
 UNSUPPORTED_SAMPLE_KWARGS = {"out"}
 
@@ -253,3 +285,82 @@ def test_out_of_range_index_is_a_sticky_error(case):
     finally:
         assert driver.maiaDeviceReset(0) == 0
     assert torch.ones(3, device=device).sum().item() == 3.0
+
+
+EDGE_VALUES = [float("-inf"), -100.0, -20.5, -3.0, -2.5, -1.0, -1e-3, -0.0, 0.0, 1e-3, 1.0, 2.5,
+               3.0, 10.0, 20.0, 20.5, 100.0, float("inf"), float("nan")]
+ACTIVATIONS = {
+    "leaky_relu": lambda x: torch.nn.functional.leaky_relu(x, 0.2),
+    "elu": lambda x: torch.nn.functional.elu(x, 0.7),
+    "selu": torch.nn.functional.selu,
+    "celu": lambda x: torch.nn.functional.celu(x, 1.5),
+    "hardtanh": lambda x: torch.nn.functional.hardtanh(x, -2.0, 2.5),
+    "relu6": torch.nn.functional.relu6,
+    "softplus": torch.nn.functional.softplus,
+    "softplus_beta": lambda x: torch.nn.functional.softplus(x, beta=2.0, threshold=5.0),
+    "mish": torch.nn.functional.mish,
+    "hardswish": torch.nn.functional.hardswish,
+    "hardsigmoid": torch.nn.functional.hardsigmoid,
+    "logsigmoid": torch.nn.functional.logsigmoid,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", list(ACTIVATIONS))
+def test_activation_edge_values(name, dtype):
+    """Infinities, NaN, signed zeros, the kinks (hardtanh's bounds, hardswish's +-3) and
+    softplus's threshold: forward and backward match the CPU with no host fallback."""
+    f = ACTIVATIONS[name]
+    x = torch.tensor(EDGE_VALUES, dtype=dtype, requires_grad=True)
+    xm = x.detach().to("maia").requires_grad_()
+    grad = torch.linspace(-2, 2, len(EDGE_VALUES), dtype=dtype)
+    before = torch.maia.fallback_counts()
+    actual = f(xm)
+    (actual_grad,) = torch.autograd.grad(actual, xm, grad.to("maia"))
+    torch.maia.synchronize()
+    assert not new_fallbacks(before), new_fallbacks(before)
+    expected = f(x)
+    (expected_grad,) = torch.autograd.grad(expected, x, grad)
+    tol = TOLERANCES.get(dtype, {})
+    torch.testing.assert_close(actual.detach().cpu(), expected.detach(), equal_nan=True, **tol)
+    torch.testing.assert_close(actual_grad.cpu(), expected_grad, equal_nan=True, **tol)
+
+
+@pytest.mark.parametrize("variant", ["inplace", "out"])
+def test_activation_variants(variant):
+    """The in-place and out= variants of each activation and of addcmul/addcdiv/lerp, on
+    non-contiguous operands, without the host fallback."""
+    torch.manual_seed(0)
+    base = torch.randn(6, 10) * 5
+    x = base[:, ::2]
+
+    def x_maia():  # the same strided view of a maia copy
+        return base.to("maia")[:, ::2]
+
+    t1, t2 = torch.randn(5), torch.rand(6, 5) + 0.5
+    ops = [("leaky_relu", (0.3,)), ("elu", (0.5, 1.2, 0.8)), ("hardtanh", (-1.5, 2.0)),
+           ("mish", ()), ("hardswish", ()), ("hardsigmoid", ())]
+    before = torch.maia.fallback_counts()
+    for name, args in ops + [("softplus", (2.0, 3.0))]:
+        expected = getattr(torch.ops.aten, name)(x, *args)
+        if variant == "inplace" and name != "softplus":  # softplus has no in-place op
+            actual = x_maia()
+            getattr(torch.ops.aten, name + "_")(actual, *args)
+        else:
+            actual = torch.empty(6, 5, device="maia")
+            getattr(torch.ops.aten, name).out(x_maia(), *args, out=actual)
+        torch.testing.assert_close(actual.cpu(), expected, msg=name)
+    pointwise = [("addcmul", (t1, t2), {"value": 0.7}), ("addcdiv", (t1, t2), {"value": -2}),
+                 ("lerp", (t1 * t2, 0.75), {}), ("lerp", (t1.expand(6, 5), t2), {})]
+    for name, args, kwargs in pointwise:
+        expected = getattr(torch, name)(x, *args, **kwargs)
+        args_maia = [to_maia(a) for a in args]
+        if variant == "inplace":
+            actual = x_maia()
+            getattr(actual, name + "_")(*args_maia, **kwargs)
+        else:
+            actual = torch.empty(6, 5, device="maia")
+            getattr(torch, name)(x_maia(), *args_maia, **kwargs, out=actual)
+        torch.testing.assert_close(actual.cpu(), expected, msg=f"{name} {args}")
+    torch.maia.synchronize()
+    assert not new_fallbacks(before), new_fallbacks(before)

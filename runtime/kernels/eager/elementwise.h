@@ -93,19 +93,37 @@ void binary(void* const* args, const maia_grid_t* grid, Fn fn) {
                         });
 }
 
-/// out = fn(cond, a, b) elementwise (where).
+/// out = fn(a, b, c) elementwise over the stored values (fn loads and stores).
+template <typename Out, typename A, typename B, typename C, typename Fn>
+void ternaryStored(void* const* args, const maia_grid_t* grid, Fn fn) {
+  const auto& out = maia_kernel::memref<Out, kRank>(args, 0);
+  const auto& a = maia_kernel::memref<A, kRank>(args, 1);
+  const auto& b = maia_kernel::memref<B, kRank>(args, 2);
+  const auto& c = maia_kernel::memref<C, kRank>(args, 3);
+  forEachRun<Out, A, B, C>(grid, out, a, b, c,
+                           [&](Out* o, const A* x, const B* y, const C* z, int64_t n, bool unit,
+                               int64_t so, int64_t sx, int64_t sy, int64_t sz) {
+                             if (unit) {
+                               for (int64_t i = 0; i < n; ++i) o[i] = fn(x[i], y[i], z[i]);
+                             } else {
+                               for (int64_t i = 0; i < n; ++i)
+                                 o[i * so] = fn(x[i * sx], y[i * sy], z[i * sz]);
+                             }
+                           });
+}
+
+/// out = fn(a, b, c) elementwise, computed in T's compute type.
+template <typename T, typename Fn>
+void ternary(void* const* args, const maia_grid_t* grid, Fn fn) {
+  ternaryStored<T, T, T, T>(args, grid, [&](T x, T y, T z) {
+    return store<T>(fn(load(x), load(y), load(z)));
+  });
+}
+
+/// out = fn(cond, a, b) elementwise (where: values copied as stored).
 template <typename Out, typename Fn>
 void ternarySelect(void* const* args, const maia_grid_t* grid, Fn fn) {
-  const auto& out = maia_kernel::memref<Out, kRank>(args, 0);
-  const auto& c = maia_kernel::memref<bool, kRank>(args, 1);
-  const auto& a = maia_kernel::memref<Out, kRank>(args, 2);
-  const auto& b = maia_kernel::memref<Out, kRank>(args, 3);
-  forEachRun<Out, bool, Out, Out>(
-      grid, out, c, a, b,
-      [&](Out* o, const bool* pc, const Out* x, const Out* y, int64_t n, bool, int64_t so,
-          int64_t sc, int64_t sx, int64_t sy) {
-        for (int64_t i = 0; i < n; ++i) o[i * so] = fn(pc[i * sc], x[i * sx], y[i * sy]);
-      });
+  ternaryStored<Out, bool, Out, Out>(args, grid, fn);
 }
 
 }  // namespace maia_eager

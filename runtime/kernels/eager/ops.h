@@ -3,6 +3,7 @@
 // PyTorch's CPU semantics (floor division, NaN propagation of max/min, ...).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -206,6 +207,132 @@ struct Clamp {
     C r = a < lo ? lo : a;  // min(max(a, lo), hi): hi wins when lo > hi
     return r > hi ? hi : r;
   }
+};
+
+// Activations, with PyTorch's CPU formulas (aten/src/ATen/native/cpu/Activation.cpp);
+// scalar parameters in the compute type, as the CPU converts them.
+template <typename C>
+struct LeakyRelu {
+  C negval;
+  C operator()(C x) const { return x > C(0) ? x : x * negval; }
+};
+template <typename C>
+struct LeakyReluBackward {
+  C negval;
+  C operator()(C g, C x) const { return x > C(0) ? g : g * negval; }
+};
+/// elu(x) = x * scale for x > 0, else (exp(x * input_scale) - 1) * alpha * scale.
+template <typename C>
+struct Elu {
+  C alpha, scale, input_scale;
+  C operator()(C x) const {
+    return x <= C(0) ? std::expm1(x * input_scale) * (alpha * scale) : x * scale;
+  }
+};
+/// elu's gradient from its input x.
+template <typename C>
+struct EluBackward {
+  C alpha, scale, input_scale;
+  C operator()(C g, C x) const {
+    return x <= C(0) ? g * input_scale * (alpha * scale) * std::exp(x * input_scale)
+                     : g * scale;
+  }
+};
+/// elu's gradient from its result y (in-place elu saves the result).
+template <typename C>
+struct EluBackwardResult {
+  C alpha, scale, input_scale;
+  C operator()(C g, C y) const {
+    return y <= C(0) ? g * input_scale * (y + alpha * scale) : g * scale;
+  }
+};
+template <typename C>
+struct HardtanhBackward {
+  C lo, hi;
+  C operator()(C g, C x) const { return (x <= lo || x >= hi) ? C(0) : g; }
+};
+/// softplus(x) = log1p(exp(x * beta)) / beta, x where x * beta > threshold.
+template <typename C>
+struct Softplus {
+  C beta, threshold;
+  C operator()(C x) const {
+    return x * beta > threshold ? x : std::log1p(std::exp(x * beta)) / beta;
+  }
+};
+template <typename C>
+struct SoftplusBackward {
+  C beta, threshold;
+  C operator()(C g, C x) const {
+    if (x * beta > threshold) return g;
+    const C z = std::exp(x * beta);
+    return g * z / (z + C(1));
+  }
+};
+struct Mish {
+  template <typename C> C operator()(C x) const { return x * std::tanh(std::log1p(std::exp(x))); }
+};
+struct MishBackward {
+  template <typename C> C operator()(C g, C x) const {
+    const C sigmoid = C(1) / (C(1) + std::exp(-x));
+    const C t = std::tanh(std::log1p(std::exp(x)));
+    return g * (t + x * sigmoid * (C(1) - t * t));
+  }
+};
+struct Hardswish {
+  template <typename C> C operator()(C x) const {
+    return x * std::min(std::max(x + C(3), C(0)), C(6)) / C(6);
+  }
+};
+struct HardswishBackward {
+  template <typename C> C operator()(C g, C x) const {
+    if (x <= C(-3)) return C(0);
+    return x < C(3) ? g * (x / C(3) + C(0.5)) : g;  // NaN: g, as the CPU
+  }
+};
+struct Hardsigmoid {
+  template <typename C> C operator()(C x) const {
+    return std::min(std::max(x + C(3), C(0)), C(6)) / C(6);
+  }
+};
+struct HardsigmoidBackward {
+  template <typename C> C operator()(C g, C x) const {
+    return (x > C(-3) && x < C(3)) ? g / C(6) : C(0);
+  }
+};
+/// log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)), stable for large |x|.
+struct LogSigmoid {
+  template <typename C> C operator()(C x) const {
+    return std::min(x, C(0)) - std::log1p(std::exp(-std::fabs(x)));
+  }
+};
+struct LogSigmoidBackward {
+  template <typename C> C operator()(C g, C x) const {
+    const C z = std::exp(-std::fabs(x));
+    return x < C(0) ? g * (C(1) - z / (C(1) + z)) : g * (z / (C(1) + z));
+  }
+};
+
+// Pointwise arithmetic with a scalar.
+template <typename C>
+struct Addcmul {
+  C value;
+  C operator()(C a, C b, C c) const { return a + value * b * c; }
+};
+template <typename C>
+struct Addcdiv {
+  C value;
+  C operator()(C a, C b, C c) const { return a + value * (b / c); }
+};
+/// lerp as PyTorch computes it: from the nearer end for |weight| >= 0.5.
+struct Lerp {
+  template <typename C> C operator()(C a, C b, C w) const {
+    return std::fabs(w) < C(0.5) ? a + w * (b - a) : b - (b - a) * (C(1) - w);
+  }
+};
+template <typename C>
+struct LerpScalar {
+  C weight;
+  C operator()(C a, C b) const { return Lerp{}(a, b, weight); }
 };
 
 }  // namespace maia_eager::op

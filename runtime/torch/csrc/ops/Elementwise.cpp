@@ -14,11 +14,15 @@
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
 
+#include <array>
+#include <cstring>
 #include <limits>
+#include <tuple>
 
 #include "MaiaCheck.h"
 #include "ops/EagerKernels.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -317,6 +321,129 @@ Tensor& isInfOutVariant(const Tensor& self, Tensor& out) {
   return isInfOut(Positive ? "isposinf" : "isneginf", Positive ? kInf : -kInf, self, out);
 }
 
+// ---------------------------------------------------------------- activations
+
+/// Up to three scalars as f64 kernel arguments: the parameters of the
+/// floating-only kernels (the kernel converts them to its compute type).
+class FloatArgs {
+ public:
+  FloatArgs(std::initializer_list<at::Scalar> values) {
+    for (const at::Scalar& value : values) args_[size_++] = alphaArg(value, at::kDouble, false);
+  }
+  operator c10::ArrayRef<maiaKernelArg>() const { return {args_.data(), size_}; }
+
+ private:
+  std::array<maiaKernelArg, 3> args_{};
+  size_t size_ = 0;
+};
+
+/// An activation of floating tensors with parameters (the CPU has no
+/// integer kernels for them either).
+Tensor& activationOut(const char* op, const Tensor& self, Tensor& out, FloatArgs params = {}) {
+  checkFloating(op, self);
+  return unaryOut(op, Result::Common, self, out, params);
+}
+
+/// An activation's backward: grad_input = f(grad, self) with parameters.
+Tensor& activationBackward(const char* op, const Tensor& grad, const Tensor& self, Tensor& out,
+                           FloatArgs params = {}) {
+  checkFloating(op, self);
+  return binaryOut(op, Result::Common, grad, self, out, params);
+}
+
+Tensor& leakyReluBackward(const Tensor& grad, const Tensor& self, const at::Scalar& negval,
+                          bool self_is_result, Tensor& out) {
+  TORCH_CHECK(!self_is_result || negval.toDouble() >= 0.0,
+              "In-place leakyReLu backward calculation is triggered with a negative slope which "
+              "is not supported. This is caused by calling in-place forward function with a "
+              "negative slope, please call out-of-place version instead. File an issue at "
+              "https://github.com/pytorch/pytorch if you do require supporting in-place "
+              "leakRelu backward calculation with negative slope");
+  return activationBackward("leaky_relu_backward", grad, self, out, {negval});
+}
+
+Tensor& eluBackward(const Tensor& grad, const at::Scalar& alpha, const at::Scalar& scale,
+                    const at::Scalar& input_scale, bool is_result, const Tensor& self_or_result,
+                    Tensor& out) {
+  TORCH_CHECK(!is_result || alpha.toDouble() >= 0.0,
+              "In-place elu backward calculation is triggered with a negative slope which is not "
+              "supported. This is caused by calling in-place forward function with a negative "
+              "slope, please call out-of-place version instead.");
+  return activationBackward(is_result ? "elu_backward_result" : "elu_backward", grad,
+                            self_or_result, out, {alpha, scale, input_scale});
+}
+
+/// hardtanh is clamp, with integer bounds truncated for integer tensors (no
+/// type promotion by the bounds), as the CPU's hardtanh_out.
+Tensor& hardtanhOut(const Tensor& self, const at::Scalar& lo, const at::Scalar& hi, Tensor& out) {
+  TORCH_CHECK(self.scalar_type() != at::kBool, "Bool inputs not supported for hardtanh");
+  if (!c10::isIntegralType(self.scalar_type(), /*includeBool=*/false))
+    return clampOut(self, lo, hi, out);
+  TORCH_CHECK(self.scalar_type() != at::kByte || (lo.toLong() >= 0 && hi.toLong() >= 0),
+              "cannot do hardtanh on an unsigned type with negative limits");
+  return clampOut(self, at::Scalar(lo.toLong()), at::Scalar(hi.toLong()), out);
+}
+
+/// log_sigmoid_forward's buffer is empty, as on CUDA: maia's backward
+/// recomputes from the input.
+std::tuple<Tensor&, Tensor&> logSigmoidForward(const Tensor& self, Tensor& out, Tensor& buffer) {
+  activationOut("log_sigmoid", self, out);
+  if (!buffer.defined()) buffer = newEmpty({0}, self.options());
+  return {out, buffer};
+}
+
+/// The dtype type promotion gives a, b, c together.
+c10::ScalarType resultType(const Tensor& a, const Tensor& b, const Tensor& c) {
+  at::native::ResultTypeState state;
+  for (const Tensor& t : TensorRefs{a, b, c})
+    state = at::native::update_result_type_state(t, state);
+  return at::native::result_type(state);
+}
+
+/// out = f(a, b, c) with scalars, in the common dtype of a, b, c.
+Tensor& ternaryOut(const char* op, c10::ScalarType common, const Tensor& a, const Tensor& b,
+                   const Tensor& c, Tensor& out, c10::ArrayRef<maiaKernelArg> scalars = {}) {
+  const Tensor& ref = a.device().is_privateuseone() ? a : deviceOperand(b, c);
+  c10::MaybeOwned<Tensor> x = onDevice(a, ref, common), y = onDevice(b, ref, common),
+                          z = onDevice(c, ref, common);
+  return launchInto(out, common, eagerKernel(op, common), {*x, *y, *z}, scalars);
+}
+
+/// addcmul/addcdiv: self + value * f(t1, t2); value in the common dtype's
+/// kind (integers: an int64 scalar).
+Tensor& pointwiseOut(const char* op, const Tensor& self, const Tensor& t1, const Tensor& t2,
+                     const at::Scalar& value, Tensor& out) {
+  if (std::strcmp(op, "addcdiv") == 0)
+    TORCH_CHECK(!(c10::isIntegralType(t1.scalar_type(), true) &&
+                  c10::isIntegralType(t2.scalar_type(), true)),
+                "Integer division with addcdiv is no longer supported, and in a future release "
+                "addcdiv will perform a true division of tensor1 and tensor2. The historic "
+                "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+                "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+                "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+                "implementation: (input + value * tensor1 / tensor2), for all dtypes.");
+  c10::ScalarType common = resultType(self, t1, t2);
+  maiaKernelArg scalar = alphaArg(value, common, false);
+  return ternaryOut(op, common, self, t1, t2, out, {scalar});
+}
+
+void checkLerpDtype(const Tensor& self, const Tensor& other, const char* name) {
+  TORCH_CHECK(self.dtype() == other.dtype(), "expected dtype ", self.dtype(), " for `", name,
+              "` but got dtype ", other.dtype());
+}
+
+Tensor& lerpScalarOut(const Tensor& self, const Tensor& end, const at::Scalar& weight,
+                      Tensor& out) {
+  checkLerpDtype(self, end, "end");
+  return binaryOut("lerp_scalar", Result::Common, self, end, out, FloatArgs{weight});
+}
+
+Tensor& lerpTensorOut(const Tensor& self, const Tensor& end, const Tensor& weight, Tensor& out) {
+  checkLerpDtype(self, end, "end");
+  checkLerpDtype(self, weight, "weight");
+  return ternaryOut("lerp", self.scalar_type(), self, end, weight, out);
+}
+
 // ---------------------------------------------------------------- registration
 
 #define MAIA_BINARY(NAME, KERNEL, RESULT)                                                  \
@@ -374,6 +501,159 @@ Tensor& isInfOutVariant(const Tensor& self, Tensor& out) {
   m.impl(NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {                         \
     return unaryOut(NAME, RESULT, a, out);                                                 \
   })
+
+#define MAIA_ACTIVATION(NAME)                                                              \
+  m.impl(NAME, [](const Tensor& a) {                                                       \
+    Tensor out;                                                                            \
+    return activationOut(NAME, a, out);                                                    \
+  });                                                                                      \
+  m.impl(NAME "_", [](Tensor& a) -> Tensor& { return activationOut(NAME, a, a); });         \
+  m.impl(NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {                         \
+    return activationOut(NAME, a, out);                                                    \
+  })
+
+#define MAIA_POINTWISE(NAME)                                                               \
+  m.impl(NAME, [](const Tensor& a, const Tensor& b, const Tensor& c, const at::Scalar& v) { \
+    Tensor out;                                                                            \
+    return pointwiseOut(NAME, a, b, c, v, out);                                            \
+  });                                                                                      \
+  m.impl(NAME "_", [](Tensor& a, const Tensor& b, const Tensor& c,                          \
+                      const at::Scalar& v) -> Tensor& {                                    \
+    return pointwiseOut(NAME, a, b, c, v, a);                                              \
+  });                                                                                      \
+  m.impl(NAME ".out", [](const Tensor& a, const Tensor& b, const Tensor& c,                 \
+                         const at::Scalar& v, Tensor& out) -> Tensor& {                    \
+    return pointwiseOut(NAME, a, b, c, v, out);                                            \
+  })
+
+/// NAME(grad, self) and its out variant NAME.OUT.
+#define MAIA_ACTIVATION_BACKWARD(NAME, OUT)                                                \
+  m.impl(#NAME, [](const Tensor& g, const Tensor& a) {                                     \
+    Tensor out;                                                                            \
+    return activationBackward(#NAME, g, a, out);                                           \
+  });                                                                                      \
+  m.impl(#NAME "." OUT, [](const Tensor& g, const Tensor& a, Tensor& out) -> Tensor& {      \
+    return activationBackward(#NAME, g, a, out);                                           \
+  })
+
+/// NAME(grad, self, p, q) with two Scalar parameters, and NAME.grad_input.
+#define MAIA_ACTIVATION_BACKWARD_2(NAME)                                                   \
+  m.impl(#NAME, [](const Tensor& g, const Tensor& a, S p, S q) {                           \
+    Tensor out;                                                                            \
+    return activationBackward(#NAME, g, a, out, {p, q});                                   \
+  });                                                                                      \
+  m.impl(#NAME ".grad_input",                                                              \
+         [](const Tensor& g, const Tensor& a, S p, S q, Tensor& out) -> Tensor& {          \
+           return activationBackward(#NAME, g, a, out, {p, q});                            \
+         })
+
+/// The activations and the pointwise ops with a scalar: functional,
+/// in-place and out= variants where aten has them, and their backwards.
+void registerActivations(torch::Library& m) {
+  using S = const at::Scalar&;
+  m.impl("leaky_relu", [](const Tensor& a, S negval) {
+    Tensor out;
+    return activationOut("leaky_relu", a, out, {negval});
+  });
+  m.impl("leaky_relu_", [](Tensor& a, S negval) -> Tensor& {
+    return activationOut("leaky_relu", a, a, {negval});
+  });
+  m.impl("leaky_relu.out", [](const Tensor& a, S negval, Tensor& out) -> Tensor& {
+    return activationOut("leaky_relu", a, out, {negval});
+  });
+  m.impl("leaky_relu_backward", [](const Tensor& g, const Tensor& a, S negval, bool is_result) {
+    Tensor out;
+    return leakyReluBackward(g, a, negval, is_result, out);
+  });
+  m.impl("leaky_relu_backward.grad_input", [](const Tensor& g, const Tensor& a, S negval,
+                                              bool is_result, Tensor& out) -> Tensor& {
+    return leakyReluBackward(g, a, negval, is_result, out);
+  });
+  m.impl("elu", [](const Tensor& a, S alpha, S scale, S input_scale) {
+    Tensor out;
+    return activationOut("elu", a, out, {alpha, scale, input_scale});
+  });
+  m.impl("elu_", [](Tensor& a, S alpha, S scale, S input_scale) -> Tensor& {
+    return activationOut("elu", a, a, {alpha, scale, input_scale});
+  });
+  m.impl("elu.out", [](const Tensor& a, S alpha, S scale, S input_scale, Tensor& out) -> Tensor& {
+    return activationOut("elu", a, out, {alpha, scale, input_scale});
+  });
+  m.impl("elu_backward", [](const Tensor& g, S alpha, S scale, S input_scale, bool is_result,
+                            const Tensor& a) {
+    Tensor out;
+    return eluBackward(g, alpha, scale, input_scale, is_result, a, out);
+  });
+  m.impl("elu_backward.grad_input", [](const Tensor& g, S alpha, S scale, S input_scale,
+                                       bool is_result, const Tensor& a, Tensor& out) -> Tensor& {
+    return eluBackward(g, alpha, scale, input_scale, is_result, a, out);
+  });
+  m.impl("hardtanh", [](const Tensor& a, S lo, S hi) {
+    Tensor out;
+    return hardtanhOut(a, lo, hi, out);
+  });
+  m.impl("hardtanh_", [](Tensor& a, S lo, S hi) -> Tensor& { return hardtanhOut(a, lo, hi, a); });
+  m.impl("hardtanh.out", [](const Tensor& a, S lo, S hi, Tensor& out) -> Tensor& {
+    return hardtanhOut(a, lo, hi, out);
+  });
+  MAIA_ACTIVATION_BACKWARD_2(hardtanh_backward);
+  m.impl("softplus", [](const Tensor& a, S beta, S threshold) {
+    Tensor out;
+    return activationOut("softplus", a, out, {beta, threshold});
+  });
+  m.impl("softplus.out", [](const Tensor& a, S beta, S threshold, Tensor& out) -> Tensor& {
+    return activationOut("softplus", a, out, {beta, threshold});
+  });
+  MAIA_ACTIVATION_BACKWARD_2(softplus_backward);
+  MAIA_ACTIVATION("mish");
+  MAIA_ACTIVATION("hardswish");
+  MAIA_ACTIVATION("hardsigmoid");
+  m.impl("mish_backward", [](const Tensor& g, const Tensor& a) {
+    Tensor out;
+    return activationBackward("mish_backward", g, a, out);
+  });
+  MAIA_ACTIVATION_BACKWARD(hardswish_backward, "out");
+  MAIA_ACTIVATION_BACKWARD(hardsigmoid_backward, "grad_input");
+  m.impl("log_sigmoid_forward", [](const Tensor& a) {
+    Tensor out, buffer;
+    logSigmoidForward(a, out, buffer);
+    return std::make_tuple(out, buffer);
+  });
+  m.impl("log_sigmoid_forward.output", [](const Tensor& a, Tensor& out, Tensor& buffer) {
+    return logSigmoidForward(a, out, buffer);
+  });
+  m.impl("log_sigmoid_backward", [](const Tensor& g, const Tensor& a, const Tensor&) {
+    Tensor out;
+    return activationBackward("log_sigmoid_backward", g, a, out);
+  });
+  m.impl("log_sigmoid_backward.grad_input",
+         [](const Tensor& g, const Tensor& a, const Tensor&, Tensor& out) -> Tensor& {
+           return activationBackward("log_sigmoid_backward", g, a, out);
+         });
+  MAIA_POINTWISE("addcmul");
+  MAIA_POINTWISE("addcdiv");
+  m.impl("lerp.Scalar", [](const Tensor& a, const Tensor& b, S w) {
+    Tensor out;
+    return lerpScalarOut(a, b, w, out);
+  });
+  m.impl("lerp_.Scalar", [](Tensor& a, const Tensor& b, S w) -> Tensor& {
+    return lerpScalarOut(a, b, w, a);
+  });
+  m.impl("lerp.Scalar_out", [](const Tensor& a, const Tensor& b, S w, Tensor& out) -> Tensor& {
+    return lerpScalarOut(a, b, w, out);
+  });
+  m.impl("lerp.Tensor", [](const Tensor& a, const Tensor& b, const Tensor& w) {
+    Tensor out;
+    return lerpTensorOut(a, b, w, out);
+  });
+  m.impl("lerp_.Tensor", [](Tensor& a, const Tensor& b, const Tensor& w) -> Tensor& {
+    return lerpTensorOut(a, b, w, a);
+  });
+  m.impl("lerp.Tensor_out",
+         [](const Tensor& a, const Tensor& b, const Tensor& w, Tensor& out) -> Tensor& {
+           return lerpTensorOut(a, b, w, out);
+         });
+}
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("add.Tensor", [](const Tensor& a, const Tensor& b, const at::Scalar& alpha) {
@@ -573,6 +853,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
          [](Tensor& self, const Tensor& mask, const Tensor& value) -> Tensor& {
            return maskedFill(self, mask, value);
          });
+  registerActivations(m);
   m.impl("where.self", [](const Tensor& c, const Tensor& a, const Tensor& b) {
     Tensor out;
     return whereOut(c, a, b, out);
