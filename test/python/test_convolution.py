@@ -60,6 +60,19 @@ def test_transposed_convolution_runs_on_the_host():
     assert torch.maia.fallback_counts() == {"aten::convolution_overrideable": 1}
 
 
+@pytest.mark.parametrize("conv,shape", [(F.conv1d, (2, 3, 9)), (F.conv2d, (2, 3, 6, 6))])
+def test_integer_convolution_runs_on_the_host(conv, shape):
+    # The im2col kernels are floating point only; integer convolutions went
+    # to the device and failed looking up 'im2col_i64' (found by the op_db
+    # sweep, tools/conformance/opdb_sweep.py).
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(-5, 5, shape, generator=g)
+    w = torch.randint(-3, 3, (4, 3) + (3,) * (len(shape) - 2), generator=g)
+    torch.maia.reset_fallback_counts()
+    assert torch.equal(conv(x.to("maia"), w.to("maia"), padding=1).cpu(), conv(x, w, padding=1))
+    assert torch.maia.fallback_counts() == {"aten::convolution_overrideable": 1}
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_channels_last_weight_and_double_convolution(dtype):
     # Inductor hands convolutions channels-last weights; float64 has no

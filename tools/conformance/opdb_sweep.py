@@ -10,6 +10,9 @@ verdict:
   refused   maia raised where the CPU did not (the error is recorded)
   wrong     a result differs from the CPU beyond the tolerances
   timeout   the op took longer than --timeout seconds
+  skipped   op_db itself skips or expects a failure of PyTorch's own
+            device-vs-CPU comparison (TestCommon.test_compare_cpu) for this
+            op and dtype: random ops, empty, ... (the reason is recorded)
 A sample the CPU refuses must be refused on maia too (else: wrong).
 Tolerances: assert_close's defaults, and for float16/bfloat16 those of
 test/python/opinfo_support.py (PyTorch's device-vs-CPU comparison).
@@ -35,7 +38,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "test" / "python"))
-from opinfo_support import LOW_PRECISION_TOLERANCES, assert_close_tree, new_fallbacks  # noqa: E402
+from opinfo_support import LOW_PRECISION_TOLERANCES, new_fallbacks  # noqa: E402
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float64": torch.float64,
           "int64": torch.int64, "bool": torch.bool, "float16": torch.float16}
@@ -71,8 +74,30 @@ def _runner(op, mode):
     return torch.compile(lambda *a, **k: op(*a, **k), dynamic=(mode == "dynamic"))
 
 
+def upstream_skip(op, dtype) -> str | None:
+    """Why op_db skips (or expects to fail) PyTorch's device-vs-CPU
+    comparison of op at dtype, if it does."""
+    from torch.testing._internal.opinfo.core import DecorateInfo
+
+    for info in op.decorators:
+        if not isinstance(info, DecorateInfo) or not info.is_active(
+                "TestCommon", "test_compare_cpu", "privateuse1", dtype, {}):
+            continue
+        return ", ".join(getattr(d, "__name__", str(d)) for d in info.decorators)
+    return None
+
+
+def _to_cpu(value):
+    from torch.utils._pytree import tree_map
+
+    return tree_map(lambda x: x.cpu() if isinstance(x, torch.Tensor) else x, value)
+
+
 def judge(op, dtype, mode) -> dict:
     """The verdict for op at dtype in mode, with the first failure's detail."""
+    reason = upstream_skip(op, dtype)
+    if reason is not None:
+        return {"verdict": "skipped", "detail": f"op_db: {reason} on test_compare_cpu"}
     samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
     if not samples:
         return {"verdict": "no samples"}
@@ -103,7 +128,8 @@ def judge(op, dtype, mode) -> dict:
         fallbacks.update({op_name: count - before.get(op_name, 0)
                           for op_name, count in new_fallbacks(before).items()})
         try:
-            assert_close_tree(actual, expected, **tolerances)
+            torch.testing.assert_close(_to_cpu(actual), expected, equal_nan=True,
+                                       check_device=False, **tolerances)
         except AssertionError as error:
             return {"verdict": "wrong", "sample": index,
                     "detail": " ".join(str(error).split())[:300]}

@@ -84,8 +84,11 @@ struct Conv2d {
 
 };
 
+// The im2col/col2im kernels exist for the floating dtypes only: integer
+// convolutions (which the CPU has) take the counted host path.
 bool runsOnDevice(const Tensor& input, bool transposed) {
-  return !transposed && (input.dim() == 3 || input.dim() == 4);
+  return !transposed && (input.dim() == 3 || input.dim() == 4) &&
+         at::isFloatingType(input.scalar_type());
 }
 
 // 1-D convolutions as 2-D ones of height 1.
