@@ -15,7 +15,6 @@
 #include <torch/library.h>
 
 #include <array>
-#include <cstring>
 #include <limits>
 #include <tuple>
 
@@ -410,10 +409,10 @@ Tensor& ternaryOut(const char* op, c10::ScalarType common, const Tensor& a, cons
 }
 
 /// addcmul/addcdiv: self + value * f(t1, t2); value in the common dtype's
-/// kind (integers: an int64 scalar).
-Tensor& pointwiseOut(const char* op, const Tensor& self, const Tensor& t1, const Tensor& t2,
-                     const at::Scalar& value, Tensor& out) {
-  if (std::strcmp(op, "addcdiv") == 0)
+/// kind (integers: an int64 scalar). `divides`: f is t1 / t2 (addcdiv).
+Tensor& pointwiseOut(const char* op, bool divides, const Tensor& self, const Tensor& t1,
+                     const Tensor& t2, const at::Scalar& value, Tensor& out) {
+  if (divides)
     TORCH_CHECK(!(c10::isIntegralType(t1.scalar_type(), true) &&
                   c10::isIntegralType(t2.scalar_type(), true)),
                 "Integer division with addcdiv is no longer supported, and in a future release "
@@ -512,18 +511,18 @@ Tensor& lerpTensorOut(const Tensor& self, const Tensor& end, const Tensor& weigh
     return activationOut(NAME, a, out);                                                    \
   })
 
-#define MAIA_POINTWISE(NAME)                                                               \
-  m.impl(NAME, [](const Tensor& a, const Tensor& b, const Tensor& c, const at::Scalar& v) { \
+#define MAIA_POINTWISE(NAME, DIVIDES)                                                      \
+  m.impl(NAME, [](const Tensor& a, const Tensor& b, const Tensor& c, const at::Scalar& v) {\
     Tensor out;                                                                            \
-    return pointwiseOut(NAME, a, b, c, v, out);                                            \
+    return pointwiseOut(NAME, DIVIDES, a, b, c, v, out);                                   \
   });                                                                                      \
-  m.impl(NAME "_", [](Tensor& a, const Tensor& b, const Tensor& c,                          \
+  m.impl(NAME "_", [](Tensor& a, const Tensor& b, const Tensor& c,                         \
                       const at::Scalar& v) -> Tensor& {                                    \
-    return pointwiseOut(NAME, a, b, c, v, a);                                              \
+    return pointwiseOut(NAME, DIVIDES, a, b, c, v, a);                                     \
   });                                                                                      \
-  m.impl(NAME ".out", [](const Tensor& a, const Tensor& b, const Tensor& c,                 \
+  m.impl(NAME ".out", [](const Tensor& a, const Tensor& b, const Tensor& c,                \
                          const at::Scalar& v, Tensor& out) -> Tensor& {                    \
-    return pointwiseOut(NAME, a, b, c, v, out);                                            \
+    return pointwiseOut(NAME, DIVIDES, a, b, c, v, out);                                   \
   })
 
 /// NAME(grad, self) and its out variant NAME.OUT.
@@ -630,8 +629,8 @@ void registerActivations(torch::Library& m) {
          [](const Tensor& g, const Tensor& a, const Tensor&, Tensor& out) -> Tensor& {
            return activationBackward("log_sigmoid_backward", g, a, out);
          });
-  MAIA_POINTWISE("addcmul");
-  MAIA_POINTWISE("addcdiv");
+  MAIA_POINTWISE("addcmul", false);
+  MAIA_POINTWISE("addcdiv", true);
   m.impl("lerp.Scalar", [](const Tensor& a, const Tensor& b, S w) {
     Tensor out;
     return lerpScalarOut(a, b, w, out);
