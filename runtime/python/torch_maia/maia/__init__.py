@@ -1,5 +1,6 @@
 """torch.maia: the maia device module, shaped like torch.cuda."""
 
+import functools
 import os
 import threading
 
@@ -182,16 +183,23 @@ def __getattr__(name):
     # compiler package loads and registers maia through the upstream
     # registries, so that `import torch` does not pay for importing Inductor.
     if name in ("Scheduling", "PythonWrapperCodegen"):
-        from importlib.metadata import entry_points
-
-        backends = entry_points(group=COMPILER_ENTRY_POINTS)
-        if not backends:
+        codegen = _compiler_codegen()
+        if codegen is None:
             raise AttributeError(f"torch.maia.{name}: no compiler for maia is installed "
                                  f"(no '{COMPILER_ENTRY_POINTS}' entry point; "
                                  "maia_inductor provides one)")
-        codegen = next(iter(backends)).load()()
         return codegen[name]
     raise AttributeError(f"module 'torch.maia' has no attribute '{name}'")
+
+
+@functools.lru_cache(None)
+def _compiler_codegen():
+    """The code generators of the installed compiler (None without one):
+    Inductor asks for each by name, the entry points are scanned once."""
+    from importlib.metadata import entry_points
+
+    backends = entry_points(group=COMPILER_ENTRY_POINTS)
+    return next(iter(backends)).load()() if backends else None
 
 
 __all__ = [
