@@ -283,14 +283,14 @@ Value buildTan(FloatBuilder &f, ValueRange operands) {
   return f.div(f.b.create<math::SinOp>(x), f.b.create<math::CosOp>(x));
 }
 
-// Beyond this the three-part reduction below loses digits: larger arguments
+// Up to this the f64 reduction below is exact (k < 2^17); larger arguments
 // (rare in models) take libm's sinf/cosf, whose Payne-Hanek reduction is
 // exact over float's whole range, as glibc's vector math does.
 constexpr double kSinCosReductionLimit = 131072.0;
 
-// sin/cos: x = k pi/2 + r with pi/2 in three parts (fma, Cody-Waite), |r| <=
-// pi/4, then upstream's polynomials on r and the quadrant k mod 4.
-// Upstream reduces with one rounded pi/2: sin(float(pi)) came out as 0.
+// sin/cos: x = k pi/2 + r with pi/2 in two f64 parts (fma, Cody-Waite),
+// |r| <= pi/4, then upstream's polynomials on r and the quadrant k mod 4.
+// Upstream reduces with one rounded f32 pi/2: sin(float(pi)) came out as 0.
 template <bool isCos>
 Value buildReducedSinCos(FloatBuilder &f, Value x) {
   // In f64: k < 2^17 times the first part (33 bits) of pi/2 is exact, and

@@ -54,7 +54,7 @@ inline void microKernel(int64_t kc, const float* __restrict a, const float* __re
   for (int i = 0; i < kMR; ++i) {
     acc[i][0] = acc[i][1] = vzero();
     // The tile of C is read or written only after the k loop: fetch its
-    // lines now so the stores do not wait for L2/L3.
+    // lines before the loop so the stores do not wait for L2/L3.
     _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc), _MM_HINT_T0);
     _mm_prefetch(reinterpret_cast<const char*>(c + i * ldc + kNR - 1), _MM_HINT_T0);
   }
