@@ -24,13 +24,23 @@ using namespace mlir;
 
 namespace {
 
-/// f64 math, and the f32 math maia-approximate-math left to libm.
+/// Ops that lower to one LLVM intrinsic the backend turns into vector
+/// instructions (vfmadd, vroundpd, vsqrtpd, ...): never worth a call.
+bool hasVectorInstruction(Operation *op) {
+  return isa<math::FmaOp, math::RoundEvenOp, math::RoundOp, math::FloorOp,
+             math::CeilOp, math::TruncOp, math::SqrtOp, math::AbsFOp,
+             math::CopySignOp>(op);
+}
+
+/// f64 math without a vector instruction, and the f32 math
+/// maia-approximate-math left to libm.
 bool isLibmMath(Operation *op) {
   if (!isa<math::MathDialect>(op->getDialect()) || op->getNumResults() != 1)
     return false;
   if (op->hasAttr(maia::MaiaDialect::getLibmCallAttrName()))
     return true;
-  return getElementTypeOrSelf(op->getResult(0).getType()).isF64();
+  return getElementTypeOrSelf(op->getResult(0).getType()).isF64() &&
+         !hasVectorInstruction(op);
 }
 
 struct MathToLibmPass

@@ -15,6 +15,24 @@ func.func @f64_math(%v: vector<2xf64>, %s: f64) -> (vector<2xf64>, f64) {
 
 // -----
 
+// float64 ops that are one vector instruction stay math ops (LLVM
+// intrinsics), whatever the shape.
+// CHECK-LABEL: func.func @f64_instructions(
+// CHECK: math.fma
+// CHECK: math.roundeven
+// CHECK: math.floor
+// CHECK: math.sqrt
+// CHECK-NOT: call
+func.func @f64_instructions(%v: vector<4xf64>) -> vector<4xf64> {
+  %a = math.fma %v, %v, %v : vector<4xf64>
+  %b = math.roundeven %a : vector<4xf64>
+  %c = math.floor %b : vector<4xf64>
+  %d = math.sqrt %c : vector<4xf64>
+  return %d : vector<4xf64>
+}
+
+// -----
+
 // float32 and integer math is left alone: it has approximations or lowers
 // to LLVM directly.
 // CHECK-LABEL: func.func @other_math(

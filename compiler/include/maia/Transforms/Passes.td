@@ -84,7 +84,9 @@ def MaiaMathToLibm : Pass<"maia-math-to-libm", "::mlir::ModuleOp"> {
     float64 `math` ops (sinh, atan2, erf, ...) have no polynomial
     approximation and most have no LLVM intrinsic: this pass turns them into
     calls of libm's routines (vectors lane by lane), declaring the functions
-    it calls. It touches only ops whose element type is f64; f32 math is
+    it calls. f64 ops that are one vector instruction (fma, sqrt, floor,
+    roundeven, ...) stay LLVM intrinsics. It touches only ops whose element
+    type is f64; f32 math is
     `maia-approximate-math`'s, and ops such as `math.copysign` or integer
     `math.absi` lower to LLVM directly, except the f32 ops that
     `maia-approximate-math` marked `maia.libm` (the exact slow path of an
