@@ -2,6 +2,7 @@
 #include "copy.h"
 #include "device.h"
 #include "host_memory.h"
+#include "ipc_memory.h"
 
 using namespace maia::driver;
 
@@ -31,6 +32,7 @@ maiaError_t maiaMalloc(void** out_ptr, size_t size) {
   }
   Device* device = nullptr;
   MAIA_RETURN_REPORT(currentDevice(&device));
+  ipc::reclaimRetired(device);
   return report(device->arena().allocate(size, out_ptr));
 }
 
@@ -43,7 +45,7 @@ maiaError_t maiaFree(void* ptr) {
                             "): not device memory (host memory, or a foreign pointer)"));
   // Queued work may still read or write the allocation.
   MAIA_RETURN_REPORT(synchronizeDevice(device, /*report_sticky=*/false));
-  return report(device->arena().free(ptr));
+  return report(ipc::freeMemory(device, ptr));
 }
 
 maiaError_t maiaMemGetInfo(size_t* out_free, size_t* out_total) {
@@ -52,6 +54,7 @@ maiaError_t maiaMemGetInfo(size_t* out_free, size_t* out_total) {
   MAIA_API_ENTER();
   Device* device = nullptr;
   MAIA_RETURN_REPORT(currentDevice(&device));
+  ipc::reclaimRetired(device);
   *out_total = device->arena().capacity();
   *out_free = *out_total - device->arena().used();
   return maiaSuccess;
@@ -121,6 +124,29 @@ maiaError_t maiaMemsetPatternAsync(void* device_ptr, const void* pattern, size_t
   std::shared_ptr<Stream> target;
   MAIA_RETURN_REPORT(resolveStream(stream, &target));
   return report(setMemoryPattern(device_ptr, pattern, pattern_bytes, count, target.get()));
+}
+
+maiaError_t maiaIpcGetMemHandle(maiaIpcMemHandle_t* out_handle, void* device_ptr) {
+  MAIA_CHECK_OUT(out_handle);
+  MAIA_API_ENTER();
+  return report(ipc::exportMemory(device_ptr, out_handle));
+}
+
+maiaError_t maiaIpcOpenMemHandle(void** out_device_ptr, maiaIpcMemHandle_t handle,
+                                 unsigned flags) {
+  MAIA_CHECK_OUT(out_device_ptr);
+  MAIA_API_ENTER();
+  if ((flags & ~static_cast<unsigned>(maiaIpcMemLazyEnablePeerAccess)) != 0)
+    return report(makeError(maiaErrorInvalidValue, "maiaIpcOpenMemHandle: unknown flags 0x",
+                            std::hex, flags));
+  Device* device = nullptr;
+  MAIA_RETURN_REPORT(currentDevice(&device));
+  return report(ipc::openMemory(handle, device, out_device_ptr));
+}
+
+maiaError_t maiaIpcCloseMemHandle(void* device_ptr) {
+  MAIA_API_ENTER();
+  return report(ipc::closeMemory(device_ptr));
 }
 
 }  // extern "C"

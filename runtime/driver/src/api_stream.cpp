@@ -3,6 +3,7 @@
 
 #include "device.h"
 #include "event.h"
+#include "ipc_event.h"
 
 using namespace maia::driver;
 
@@ -98,6 +99,11 @@ maiaError_t maiaStreamWaitEvent(maiaStream_t stream, maiaEvent_t event) {
   MAIA_RETURN_REPORT(resolveStream(stream, &target));
   std::shared_ptr<Event> marker;
   MAIA_RETURN_REPORT(resolveEvent(event, &marker));
+  if (marker->shared && marker->shared->imported()) {
+    std::unique_ptr<Command> wait;
+    MAIA_RETURN_REPORT(ipc::makeWaitCommand(marker->shared, target->device, &wait));
+    return report(enqueue(target.get(), std::move(wait)));
+  }
   std::shared_ptr<EventRecord> record = marker->latest();
   if (!record)
     return report(makeError(maiaErrorEventNotRecorded, "maiaStreamWaitEvent: event ",

@@ -42,6 +42,8 @@ ErrorText textOf(maiaError_t error) {
       return {"maiaErrorLaunchFailure", "device work failed (sticky error)"};
     case maiaErrorInitialization:
       return {"maiaErrorInitialization", "driver initialization failed"};
+    case maiaErrorPeerExited:
+      return {"maiaErrorPeerExited", "the process that shared the IPC handle exited"};
   }
   return {"maiaErrorUnknown", "unknown error code"};
 }

@@ -2,6 +2,8 @@
 
 #include <chrono>
 
+#include "ipc_event.h"
+
 namespace maia::driver {
 
 void EventRecordCommand::runChunk(int64_t) {
@@ -15,6 +17,7 @@ void EventRecordCommand::runChunk(int64_t) {
 void EventRecordCommand::finish() {
   record_->timestamp_ns.store(timestamp_ns_, std::memory_order_relaxed);
   record_->done.store(true, std::memory_order_release);
+  if (record_->shared_slot) ipc::completeRecord(*record_->shared_slot, record_->shared_sequence);
 }
 
 }  // namespace maia::driver

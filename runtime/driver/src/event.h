@@ -13,7 +13,11 @@
 
 namespace maia::driver {
 class Device;
-}
+namespace ipc {
+struct EventSlot;
+struct SharedEvent;
+}  // namespace ipc
+}  // namespace maia::driver
 
 namespace maia::driver {
 
@@ -23,6 +27,10 @@ namespace maia::driver {
 struct EventRecord {
   std::atomic<bool> done{false};
   std::atomic<int64_t> timestamp_ns{0};  // written before done
+  /// An interprocess event's record also completes its sequence number in
+  /// the event's shared slot (ipc_event.h).
+  maia::driver::ipc::EventSlot* shared_slot = nullptr;
+  uint64_t shared_sequence = 0;
 };
 
 }  // namespace maia::driver
@@ -48,6 +56,9 @@ struct maiaEvent {
   }
 
   const bool timing;
+  /// Set at creation for maiaEventInterprocess events and for events opened
+  /// from a peer's handle (shared->imported()); null otherwise.
+  std::shared_ptr<maia::driver::ipc::SharedEvent> shared;
 
  private:
   mutable std::mutex mutex;

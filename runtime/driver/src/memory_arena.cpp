@@ -57,15 +57,21 @@ Status MemoryArena::create(int device, size_t capacity, std::unique_ptr<MemoryAr
   if (ftruncate(arena->memfd_, static_cast<off_t>(arena->capacity_)) != 0)
     return makeError(maiaErrorInitialization, "maia:", device, ": cannot size device memory to ",
                      arena->capacity_, " bytes: ", std::strerror(errno));
-  void* device_view = mmap(nullptr, arena->capacity_, PROT_NONE, MAP_SHARED | MAP_NORESERVE,
-                           arena->memfd_, 0);
-  if (device_view == MAP_FAILED)
+  // Reserve both views at twice the capacity (the upper half is the import
+  // window), then map the memfd over the lower half.
+  const size_t span = 2 * arena->capacity_;
+  void* device_view = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                           -1, 0);
+  if (device_view == MAP_FAILED ||
+      mmap(device_view, arena->capacity_, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE,
+           arena->memfd_, 0) == MAP_FAILED)
     return makeError(maiaErrorInitialization, "maia:", device,
                      ": cannot map the device address space: ", std::strerror(errno));
   arena->device_base_ = reinterpret_cast<uintptr_t>(device_view);
-  void* alias = mmap(nullptr, arena->capacity_, PROT_READ | PROT_WRITE,
-                     MAP_SHARED | MAP_NORESERVE, arena->memfd_, 0);
-  if (alias == MAP_FAILED)
+  void* alias = mmap(nullptr, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (alias == MAP_FAILED ||
+      mmap(alias, arena->capacity_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE,
+           arena->memfd_, 0) == MAP_FAILED)
     return makeError(maiaErrorInitialization, "maia:", device,
                      ": cannot map the driver alias of device memory: ", std::strerror(errno));
   arena->host_base_ = reinterpret_cast<uintptr_t>(alias);
@@ -78,8 +84,8 @@ Status MemoryArena::create(int device, size_t capacity, std::unique_ptr<MemoryAr
 
 MemoryArena::~MemoryArena() {
   g_free_epoch.fetch_add(1, std::memory_order_release);
-  if (host_base_) munmap(reinterpret_cast<void*>(host_base_), capacity_);
-  if (device_base_) munmap(reinterpret_cast<void*>(device_base_), capacity_);
+  if (host_base_) munmap(reinterpret_cast<void*>(host_base_), 2 * capacity_);
+  if (device_base_) munmap(reinterpret_cast<void*>(device_base_), 2 * capacity_);
   if (memfd_ >= 0) close(memfd_);
 }
 
@@ -127,10 +133,13 @@ Status MemoryArena::allocate(size_t size, void** out_ptr) {
   return {};
 }
 
-Status MemoryArena::free(void* ptr) {
+Status MemoryArena::takeLive(void* ptr, size_t* out_offset, size_t* out_size) {
   auto address = reinterpret_cast<uintptr_t>(ptr);
   size_t offset = address - device_base_;
-  std::lock_guard<std::mutex> lock(mutex_);
+  if (inImportWindow(ptr))
+    return makeError(maiaErrorInvalidDevicePointer, "maiaFree(", hexPointer(address),
+                     "): memory of another process opened with maiaIpcOpenMemHandle; close it "
+                     "with maiaIpcCloseMemHandle");
   auto it = live_.find(offset);
   if (it == live_.end()) {
     auto holder = live_.upper_bound(offset);
@@ -143,9 +152,14 @@ Status MemoryArena::free(void* ptr) {
                      "): not a live allocation of maia:", device_,
                      " (already freed, or never allocated)");
   }
-  size_t size = roundUp(it->second, kAlignment);
+  *out_offset = offset;
+  *out_size = roundUp(it->second, kAlignment);
   g_free_epoch.fetch_add(1, std::memory_order_release);
   live_.erase(it);
+  return {};
+}
+
+void MemoryArena::releaseRange(size_t offset, size_t size) {
   used_ -= size;
   // Coalesce with free neighbours.
   size_t begin = offset, end = offset + size;
@@ -166,7 +180,74 @@ Status MemoryArena::free(void* ptr) {
   }
   free_[begin] = end - begin;
   free_by_size_.insert({end - begin, begin});
+}
+
+Status MemoryArena::free(void* ptr) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t offset = 0, size = 0;
+  MAIA_RETURN_IF_ERROR(takeLive(ptr, &offset, &size));
+  releaseRange(offset, size);
   return {};
+}
+
+Status MemoryArena::retire(void* ptr, size_t* out_offset, size_t* out_size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return takeLive(ptr, out_offset, out_size);
+}
+
+void MemoryArena::releaseRetired(size_t offset, size_t size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  releaseRange(offset, size);
+}
+
+Status MemoryArena::mapImport(int fd, size_t file_offset, size_t length, size_t data_offset,
+                              size_t bytes, void** out_ptr) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // First fit in the window: imports are few and long-lived.
+  size_t candidate = capacity_;
+  for (const auto& [offset, mapped] : imports_) {
+    if (offset - candidate >= length) break;
+    candidate = offset + mapped;
+  }
+  if (candidate + length > 2 * capacity_ || candidate + length < candidate)
+    return makeError(maiaErrorOutOfMemory, "maiaIpcOpenMemHandle: the import window of maia:",
+                     device_, " (", mib(capacity_), ") has no room for ", mib(length));
+  void* view = reinterpret_cast<void*>(device_base_ + candidate);
+  void* alias = reinterpret_cast<void*>(host_base_ + candidate);
+  if (mmap(view, length, PROT_NONE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd,
+           static_cast<off_t>(file_offset)) == MAP_FAILED ||
+      mmap(alias, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd,
+           static_cast<off_t>(file_offset)) == MAP_FAILED) {
+    const int error = errno;
+    reserveWindow(candidate, length);
+    return makeError(maiaErrorOutOfMemory, "maiaIpcOpenMemHandle: cannot map ", mib(length),
+                     " of the peer's device memory into maia:", device_, ": ",
+                     std::strerror(error));
+  }
+  imports_[candidate] = length;
+  live_[candidate + data_offset] = bytes;
+  *out_ptr = view;
+  return {};
+}
+
+void MemoryArena::unmapImport(void* mapping) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const size_t offset = offsetOf(mapping);
+  auto it = imports_.find(offset);
+  if (it == imports_.end()) return;
+  g_free_epoch.fetch_add(1, std::memory_order_release);
+  live_.erase(live_.lower_bound(offset), live_.lower_bound(offset + it->second));
+  reserveWindow(offset, it->second);
+  imports_.erase(it);
+}
+
+void MemoryArena::reserveWindow(size_t offset, size_t length) {
+  // Replacing the mapping (not munmap) keeps the range reserved: nothing
+  // else in the process can be mapped into the device address space.
+  mmap(reinterpret_cast<void*>(device_base_ + offset), length, PROT_NONE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  mmap(reinterpret_cast<void*>(host_base_ + offset), length, PROT_NONE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
 }
 
 Status MemoryArena::findAllocation(const void* p, size_t bytes, const char* what,

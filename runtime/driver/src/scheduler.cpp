@@ -55,6 +55,15 @@ void Scheduler::notifyWork(Stream* stream, uint64_t sequence) {
   if (workerToWake() && stream->commands.completed() == sequence) wakeWorker();
 }
 
+void Scheduler::notifyExternal() {
+  work_.fetch_add(kEpochOne, std::memory_order_seq_cst);
+  wakeWorkerIfNeeded();
+  if (parked_hosts_.load(std::memory_order_seq_cst) > 0) {
+    host_wake_.fetch_add(1, std::memory_order_seq_cst);
+    host_wake_.notify_all();
+  }
+}
+
 bool Scheduler::workerToWake() const {
   // An idle spinning worker will take the work: waking another would cost a
   // syscall now and a park later. So in steady state (workers spinning or

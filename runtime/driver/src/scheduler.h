@@ -46,6 +46,11 @@ class Scheduler {
   /// is parked: the cores write the completion count on every command.
   void notifyWork(Stream* stream, uint64_t sequence);
 
+  /// A command's ready() may have turned true from outside the driver's
+  /// own work (an interprocess event completed in another process): wakes
+  /// spinning and parked workers and parked hosts to look again.
+  void notifyExternal();
+
   /// Blocks the calling host thread until done() holds, running device
   /// work meanwhile. prefer is the stream the caller waits for (or null).
   void waitUntil(const std::function<bool()>& done, Stream* prefer);

@@ -59,6 +59,7 @@ typedef enum maiaError_t {
   maiaErrorInvalidLaunch = 14,       /* arguments or grid do not match the kernel */
   maiaErrorLaunchFailure = 15,       /* device work faulted (sticky) */
   maiaErrorInitialization = 16,      /* bad configuration, or use after fork */
+  maiaErrorPeerExited = 17,          /* the process that exported an IPC handle exited */
 } maiaError_t;
 
 /** Short constant name of an error code, e.g. "maiaErrorInvalidDevice". */
@@ -181,7 +182,8 @@ typedef void (*maiaHostFn_t)(void* user_data);
 MAIA_RUNTIME_API maiaError_t maiaLaunchHostFunc(maiaStream_t stream, maiaHostFn_t fn,
                                                 void* user_data);
 
-enum { maiaEventDefault = 0, maiaEventDisableTiming = 1 };
+/* maiaEventInterprocess: the event can be shared with maiaIpcGetEventHandle. */
+enum { maiaEventDefault = 0, maiaEventDisableTiming = 1, maiaEventInterprocess = 2 };
 MAIA_RUNTIME_API maiaError_t maiaEventCreate(maiaEvent_t* out_event, unsigned flags);
 MAIA_RUNTIME_API maiaError_t maiaEventDestroy(maiaEvent_t event);
 MAIA_RUNTIME_API maiaError_t maiaEventRecord(maiaEvent_t event, maiaStream_t stream);
@@ -190,6 +192,49 @@ MAIA_RUNTIME_API maiaError_t maiaEventQuery(maiaEvent_t event);
 MAIA_RUNTIME_API maiaError_t maiaEventSynchronize(maiaEvent_t event);
 MAIA_RUNTIME_API maiaError_t maiaEventElapsedTime(float* out_ms, maiaEvent_t start,
                                                   maiaEvent_t end);
+
+/* ------------------------------------------------- inter-process (IPC) */
+
+/* Handles are plain bytes: copy them through any channel (a pipe, a c10d
+ * Store) to another process of the same host, which opens them. See
+ * docs/runtime.md, "Inter-process memory and events". */
+#define MAIA_IPC_HANDLE_SIZE 64
+typedef struct maiaIpcMemHandle_t {
+  unsigned char reserved[MAIA_IPC_HANDLE_SIZE];
+} maiaIpcMemHandle_t;
+typedef struct maiaIpcEventHandle_t {
+  unsigned char reserved[MAIA_IPC_HANDLE_SIZE];
+} maiaIpcEventHandle_t;
+
+enum { maiaIpcMemLazyEnablePeerAccess = 1 }; /* accepted for CUDA parity; no effect */
+
+/** A handle naming the allocation that holds device_ptr (the whole
+ *  allocation: opening it yields its base). Valid until the allocation is
+ *  freed; the exporter's free is deferred while other processes have it
+ *  open, so their view never changes under them. */
+MAIA_RUNTIME_API maiaError_t maiaIpcGetMemHandle(maiaIpcMemHandle_t* out_handle,
+                                                 void* device_ptr);
+/** Maps another process's allocation into the current device's address
+ *  space: the pointer works for copies and kernels on this device like any
+ *  allocation of it. Opening the same handle again returns the same pointer
+ *  and needs one more close. A handle of this process is refused. */
+MAIA_RUNTIME_API maiaError_t maiaIpcOpenMemHandle(void** out_device_ptr,
+                                                  maiaIpcMemHandle_t handle, unsigned flags);
+/** Drops one open; the last one waits for the device's queued work, then
+ *  unmaps. */
+MAIA_RUNTIME_API maiaError_t maiaIpcCloseMemHandle(void* device_ptr);
+
+/** A handle for an event created with maiaEventInterprocess. */
+MAIA_RUNTIME_API maiaError_t maiaIpcGetEventHandle(maiaIpcEventHandle_t* out_handle,
+                                                   maiaEvent_t event);
+/** An event of this process mirroring another process's interprocess event:
+ *  maiaStreamWaitEvent, maiaEventQuery and maiaEventSynchronize on it refer
+ *  to the owner's latest record. It cannot be recorded or timed here.
+ *  Destroy it with maiaEventDestroy. A wait whose owner exits before the
+ *  awaited record completes fails (the stream's device gets a sticky error
+ *  naming the owner) instead of hanging. */
+MAIA_RUNTIME_API maiaError_t maiaIpcOpenEventHandle(maiaEvent_t* out_event,
+                                                    maiaIpcEventHandle_t handle);
 
 /* ----------------------------------------------------------------- kernels */
 

@@ -1,0 +1,232 @@
+#include "ipc_memory.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "device.h"
+#include "ipc_handle.h"
+#include "ipc_table.h"
+
+namespace maia::driver::ipc {
+namespace {
+
+constexpr size_t kPage = 4096;
+
+/// An allocation of this process that has a handle.
+struct Export {
+  uint32_t slot;
+  uint64_t generation;
+};
+
+/// Freed by its owner while a peer had it open: still reserved.
+struct Retired {
+  Device* device;
+  size_t offset, size;
+  uint32_t slot;
+};
+
+/// A peer's allocation opened here.
+struct Import {
+  Device* device;
+  void* mapping;
+  std::shared_ptr<Peer> peer;
+  uint32_t slot;
+  int importer_index;  // our entry in the slot's importers
+  int opens;
+};
+using ImportKey = std::tuple<pid_t, uint64_t, uint32_t, uint64_t, int>;
+
+struct State {
+  std::mutex mutex;
+  std::map<std::pair<int, size_t>, Export> exports;  // (device, offset)
+  std::vector<Retired> retired;
+  std::atomic<int> retired_count{0};
+  std::map<ImportKey, Import> imports;
+  std::map<void*, ImportKey> imports_by_pointer;
+};
+
+State& state() {
+  static auto* s = new State();  // outlives exit-time calls
+  return *s;
+}
+
+size_t roundUpPage(size_t value) { return (value + kPage - 1) / kPage * kPage; }
+
+void leaveSlot(MemorySlot& slot, int index) {
+  int32_t self = getpid();
+  slot.importers[index].compare_exchange_strong(self, 0, std::memory_order_seq_cst);
+}
+
+}  // namespace
+
+Status exportMemory(void* device_ptr, maiaIpcMemHandle_t* out) {
+  constexpr const char* what = "maiaIpcGetMemHandle";
+  Device* device = deviceOwning(device_ptr);
+  if (device == nullptr)
+    return makeError(maiaErrorInvalidDevicePointer, what, "(", device_ptr,
+                     "): not device memory");
+  MemoryArena& arena = device->arena();
+  if (arena.inImportWindow(device_ptr))
+    return makeError(maiaErrorInvalidDevicePointer, what, "(", device_ptr,
+                     "): memory opened from another process's handle cannot be exported again");
+  uintptr_t base = 0;
+  size_t size = 0;
+  MAIA_RETURN_IF_ERROR(arena.findAllocation(device_ptr, 1, "pointer", &base, &size));
+  Table* table = nullptr;
+  MAIA_RETURN_IF_ERROR(Table::get(&table));
+  const size_t offset = arena.offsetOf(reinterpret_cast<void*>(base));
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto [it, added] = s.exports.try_emplace({device->index(), offset});
+  if (added) {
+    Status claimed = table->claimMemorySlot(&it->second.slot, &it->second.generation);
+    if (!claimed.ok()) {
+      s.exports.erase(it);
+      return claimed;
+    }
+  }
+  HandleBits bits{};
+  bits.kind = HandleKind::kMemory;
+  bits.pid = getpid();
+  bits.device = device->index();
+  bits.memory_fd = arena.fd();
+  bits.table_fd = table->fd();
+  bits.slot = it->second.slot;
+  bits.instance = table->instance();
+  bits.generation = it->second.generation;
+  bits.offset = offset;
+  bits.size = size;
+  seal(bits, out->reserved);
+  return {};
+}
+
+Status openMemory(const maiaIpcMemHandle_t& handle, Device* device, void** out_ptr) {
+  constexpr const char* what = "maiaIpcOpenMemHandle";
+  HandleBits bits{};
+  MAIA_RETURN_IF_ERROR(unseal(handle.reserved, HandleKind::kMemory, what, &bits));
+  if (bits.pid == getpid())
+    return makeError(maiaErrorInvalidValue, what,
+                     ": the handle was made by this process; use the allocation's own pointer "
+                     "(as in CUDA, a process cannot open its own handles)");
+  if (bits.slot >= kMemorySlots)
+    return makeError(maiaErrorInvalidHandle, what, ": the IPC handle's fields are out of range");
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const ImportKey key{bits.pid, bits.instance, bits.slot, bits.generation, device->index()};
+  if (auto found = s.imports.find(key); found != s.imports.end()) {
+    ++found->second.opens;
+    *out_ptr = static_cast<char*>(found->second.mapping) + bits.offset % kPage;
+    return {};
+  }
+  std::shared_ptr<Peer> peer;
+  MAIA_RETURN_IF_ERROR(Peer::link(bits.pid, bits.instance, bits.table_fd, what, &peer));
+  MemorySlot& slot = peer->table().memory[bits.slot];
+  // Announce ourselves, then check the allocation is still the handle's:
+  // the exporter's free clears the generation, then looks for importers
+  // (both sequentially consistent), so either it sees us and keeps the
+  // pages, or we see the free.
+  int index = -1;
+  for (int i = 0; i < kMaxImporters && index < 0; ++i) {
+    int32_t none = 0;
+    if (slot.importers[i].compare_exchange_strong(none, getpid(), std::memory_order_seq_cst))
+      index = i;
+  }
+  if (index < 0)
+    return makeError(maiaErrorOutOfMemory, what, ": the allocation is already open in ",
+                     kMaxImporters, " processes (the most it can be)");
+  auto fail = [&](Status status) {
+    leaveSlot(slot, index);
+    return status;
+  };
+  if (slot.generation.load(std::memory_order_seq_cst) != bits.generation)
+    return fail(makeError(maiaErrorInvalidHandle, what, ": stale IPC handle: process ", bits.pid,
+                          " freed the allocation it names (offset ", bits.offset, ", ",
+                          bits.size, " bytes of maia:", bits.device, ")"));
+  int fd = -1;
+  Status taken = peer->takeFile(bits.memory_fd,
+                                ("maia-device-" + std::to_string(bits.device)).c_str(),
+                                bits.offset + bits.size, what, &fd);
+  if (!taken.ok()) return fail(taken);
+  // mmap works in pages; the allocation may start and end inside one.
+  const size_t begin = bits.offset / kPage * kPage;
+  const size_t length = roundUpPage(bits.offset + bits.size) - begin;
+  void* mapping = nullptr;
+  Status mapped = device->arena().mapImport(fd, begin, length, bits.offset - begin, bits.size,
+                                            &mapping);
+  close(fd);  // the mapping keeps the memfd's pages
+  if (!mapped.ok()) return fail(mapped);
+  void* data = static_cast<char*>(mapping) + (bits.offset - begin);
+  s.imports.emplace(key, Import{device, mapping, std::move(peer), bits.slot, index, 1});
+  s.imports_by_pointer.emplace(data, key);
+  *out_ptr = data;
+  return {};
+}
+
+Status closeMemory(void* device_ptr) {
+  State& s = state();
+  Import closing;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto by_pointer = s.imports_by_pointer.find(device_ptr);
+    if (by_pointer == s.imports_by_pointer.end())
+      return makeError(maiaErrorInvalidDevicePointer, "maiaIpcCloseMemHandle(", device_ptr,
+                       "): not a pointer returned by maiaIpcOpenMemHandle (or already closed)");
+    auto it = s.imports.find(by_pointer->second);
+    if (--it->second.opens > 0) return {};
+    closing = std::move(it->second);
+    s.imports.erase(it);
+    s.imports_by_pointer.erase(by_pointer);
+  }
+  // Queued copies and kernels may still use the memory.
+  MAIA_RETURN_IF_ERROR(synchronizeDevice(closing.device, /*report_sticky=*/false));
+  closing.device->arena().unmapImport(closing.mapping);
+  leaveSlot(closing.peer->table().memory[closing.slot], closing.importer_index);
+  return {};
+}
+
+Status freeMemory(Device* device, void* ptr) {
+  MemoryArena& arena = device->arena();
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto exported = s.exports.find({device->index(), arena.offsetOf(ptr)});
+  if (exported == s.exports.end() || arena.inImportWindow(ptr)) return arena.free(ptr);
+  Table* table = nullptr;
+  MAIA_RETURN_IF_ERROR(Table::get(&table));
+  const uint32_t slot_index = exported->second.slot;
+  MemorySlot& slot = table->layout().memory[slot_index];
+  // New opens fail from here on (see openMemory for the ordering).
+  slot.generation.store(0, std::memory_order_seq_cst);
+  s.exports.erase(exported);
+  if (!hasLiveImporter(slot)) {
+    table->releaseMemorySlot(slot_index);
+    return arena.free(ptr);
+  }
+  size_t offset = 0, size = 0;
+  MAIA_RETURN_IF_ERROR(arena.retire(ptr, &offset, &size));
+  s.retired.push_back(Retired{device, offset, size, slot_index});
+  s.retired_count.fetch_add(1, std::memory_order_release);
+  return {};
+}
+
+void reclaimRetired(Device* device) {
+  State& s = state();
+  if (s.retired_count.load(std::memory_order_acquire) == 0) return;
+  Table* table = nullptr;
+  if (!Table::get(&table).ok()) return;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::erase_if(s.retired, [&](const Retired& retired) {
+    if (retired.device != device || hasLiveImporter(table->layout().memory[retired.slot]))
+      return false;
+    device->arena().releaseRetired(retired.offset, retired.size);
+    table->releaseMemorySlot(retired.slot);
+    s.retired_count.fetch_sub(1, std::memory_order_release);
+    return true;
+  });
+}
+
+}  // namespace maia::driver::ipc

@@ -1,0 +1,29 @@
+// Inter-process device memory: exporting an allocation as a handle, opening
+// a peer's handle into this process's device address space, and the
+// exporter's deferred free (docs/runtime.md, "Inter-process memory and
+// events").
+#pragma once
+
+#include <maia/runtime.h>
+
+#include "error.h"
+
+namespace maia::driver {
+class Device;
+}
+
+namespace maia::driver::ipc {
+
+Status exportMemory(void* device_ptr, maiaIpcMemHandle_t* out);
+/// Maps the handle's allocation into device (the caller's current device).
+Status openMemory(const maiaIpcMemHandle_t& handle, Device* device, void** out_ptr);
+Status closeMemory(void* device_ptr);
+
+/// maiaFree of ptr on device (its queued work done): frees it, or, while
+/// another process has it open, retires it (reserved until they close).
+Status freeMemory(Device* device, void* ptr);
+/// Releases device's retired allocations that no live process has open.
+/// Cheap (one atomic load) when nothing is retired.
+void reclaimRetired(Device* device);
+
+}  // namespace maia::driver::ipc

@@ -1,0 +1,464 @@
+// Inter-process memory and events: two processes of one host share device
+// memory and order work through events, and every misuse or peer failure is
+// a clear error rather than a hang or a leak.
+//
+// Each test forks its peer before either process touches the driver (a
+// child of an initialized driver is refused): run them one per process, as
+// ctest does.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+using namespace maia_test;
+
+namespace {
+
+/// The other process of a test, forked before the driver is initialized;
+/// the two talk over a socket pair. The child's gtest failures are printed
+/// by the child and turn into its exit status.
+class Peer {
+ public:
+  explicit Peer(const std::function<void(Peer&)>& body) {
+    int fds[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) std::abort();
+    pid_ = fork();
+    if (pid_ == 0) {
+      close(fds[0]);
+      fd_ = fds[1];
+      body(*this);
+      _exit(::testing::Test::HasFailure() ? 1 : 0);
+    }
+    close(fds[1]);
+    fd_ = fds[0];
+  }
+  ~Peer() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    close(fd_);
+  }
+
+  template <typename T>
+  void send(const T& value) {
+    ASSERT_EQ(write(fd_, &value, sizeof(T)), static_cast<ssize_t>(sizeof(T)));
+  }
+  template <typename T>
+  T receive() {
+    T value{};
+    size_t got = 0;
+    while (got < sizeof(T)) {
+      ssize_t n = read(fd_, reinterpret_cast<char*>(&value) + got, sizeof(T) - got);
+      if (n <= 0) {
+        ADD_FAILURE() << "the other process hung up";
+        return value;
+      }
+      got += n;
+    }
+    return value;
+  }
+
+  /// Waits for the child; true if it exited cleanly with no failure.
+  bool join() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    reaped_ = true;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  }
+  pid_t pid() const { return pid_; }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool reaped_ = false;
+};
+
+enum Signal : int { kReady = 1, kEnqueued, kDone, kExit };
+
+void upload(void* d, const std::vector<int64_t>& values) {
+  MAIA_ASSERT_OK(maiaMemcpy(d, values.data(), values.size() * sizeof(int64_t),
+                            maiaMemcpyHostToDevice));
+}
+
+std::vector<int64_t> iota(int64_t n, int64_t start) {
+  std::vector<int64_t> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = start + i;
+  return values;
+}
+
+size_t freeBytes() {
+  size_t free_bytes = 0, total = 0;
+  EXPECT_EQ(maiaMemGetInfo(&free_bytes, &total), maiaSuccess) << maiaGetLastErrorMessage();
+  return free_bytes;
+}
+
+/// What a leak of an import would leave behind: open files and mappings of
+/// device memfds (this process's own two views are constant).
+int openFiles() {
+  int count = 0;
+  DIR* dir = opendir("/proc/self/fd");
+  while (readdir(dir) != nullptr) ++count;
+  closedir(dir);
+  return count;
+}
+int deviceMemoryMappings() {
+  std::ifstream maps("/proc/self/maps");
+  int count = 0;
+  for (std::string line; std::getline(maps, line);)
+    if (line.find("memfd:maia-device-") != std::string::npos) ++count;
+  return count;
+}
+
+constexpr int64_t kCount = 1000;
+
+TEST(IpcTest, WritesOfOneProcessAreSeenByTheOther) {
+  Peer child([](Peer& parent) {
+    auto handle = parent.receive<maiaIpcMemHandle_t>();
+    void* shared = nullptr;
+    MAIA_ASSERT_OK(maiaIpcOpenMemHandle(&shared, handle, 0));
+    // The pointer is a device pointer of this process: copies and kernels.
+    EXPECT_EQ(download(shared, kCount), iota(kCount, 100));
+    axpb(shared, kCount, 3, 1, nullptr);
+    MAIA_ASSERT_OK(maiaDeviceSynchronize());
+    maiaPointerAttributes attr;
+    MAIA_ASSERT_OK(maiaPointerGetAttributes(&attr, shared));
+    EXPECT_EQ(attr.type, maiaMemoryTypeDevice);
+    EXPECT_EQ(attr.size, kCount * sizeof(int64_t));
+    void* again = nullptr;
+    MAIA_ASSERT_OK(maiaIpcOpenMemHandle(&again, handle, 0));
+    EXPECT_EQ(again, shared);
+    MAIA_ASSERT_OK(maiaIpcCloseMemHandle(again));
+    EXPECT_EQ(download(shared, 1)[0], 301);  // one close of two: still open
+    MAIA_ASSERT_OK(maiaIpcCloseMemHandle(shared));
+    parent.send(kDone);
+  });
+  void* before = nullptr;  // so that the shared allocation starts mid-page
+  MAIA_ASSERT_OK(maiaMalloc(&before, 256));
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
+  upload(d, iota(kCount, 100));
+  maiaIpcMemHandle_t handle;
+  // Any pointer into the allocation names the whole of it.
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, static_cast<int64_t*>(d) + 5));
+  child.send(handle);
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  std::vector<int64_t> expected(kCount);
+  for (int64_t i = 0; i < kCount; ++i) expected[i] = axpbValue(100 + i, 3, 1);
+  EXPECT_EQ(download(d, kCount), expected);
+  EXPECT_TRUE(child.join());
+  MAIA_ASSERT_OK(maiaFree(d));
+  MAIA_ASSERT_OK(maiaFree(before));
+}
+
+TEST(IpcTest, AStreamWaitsForAnEventRecordedInAnotherProcess) {
+  Peer child([](Peer& parent) {
+    auto memory = parent.receive<maiaIpcMemHandle_t>();
+    auto event_handle = parent.receive<maiaIpcEventHandle_t>();
+    void* shared = nullptr;
+    MAIA_ASSERT_OK(maiaIpcOpenMemHandle(&shared, memory, 0));
+    maiaEvent_t event;
+    MAIA_ASSERT_OK(maiaIpcOpenEventHandle(&event, event_handle));
+    maiaStream_t stream;
+    MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
+    MAIA_ASSERT_OK(maiaStreamWaitEvent(stream, event));
+    axpb(shared, kCount, 2, 7, stream);
+    // The parent's record is held behind its gate until we say so.
+    EXPECT_EQ(maiaEventQuery(event), maiaErrorNotReady);
+    EXPECT_EQ(maiaStreamQuery(stream), maiaErrorNotReady);
+    parent.send(kEnqueued);
+    MAIA_ASSERT_OK(maiaStreamSynchronize(stream));
+    MAIA_ASSERT_OK(maiaEventSynchronize(event));
+    EXPECT_EQ(maiaEventQuery(event), maiaSuccess);
+    MAIA_EXPECT_ERROR(maiaEventRecord(event, stream), maiaErrorInvalidValue,
+                      "record it in the process that created it");
+    MAIA_ASSERT_OK(maiaIpcCloseMemHandle(shared));
+    MAIA_ASSERT_OK(maiaEventDestroy(event));
+    MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+    parent.send(kDone);
+  });
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
+  upload(d, iota(kCount, 0));
+  maiaEvent_t event;
+  MAIA_ASSERT_OK(maiaEventCreate(&event, maiaEventInterprocess | maiaEventDisableTiming));
+  maiaStream_t stream;
+  MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
+  Gate gate;
+  MAIA_ASSERT_OK(maiaLaunchHostFunc(stream, Gate::wait, &gate));
+  axpb(d, kCount, 5, 3, stream);
+  MAIA_ASSERT_OK(maiaEventRecord(event, stream));
+  maiaIpcMemHandle_t memory;
+  maiaIpcEventHandle_t event_handle;
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&memory, d));
+  MAIA_ASSERT_OK(maiaIpcGetEventHandle(&event_handle, event));
+  child.send(memory);
+  child.send(event_handle);
+  EXPECT_EQ(child.receive<Signal>(), kEnqueued);
+  gate.open = true;
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  // axpb does not commute: only "ours, then the child's" gives this.
+  std::vector<int64_t> expected(kCount);
+  for (int64_t i = 0; i < kCount; ++i) expected[i] = axpbValue(axpbValue(i, 5, 3), 2, 7);
+  EXPECT_EQ(download(d, kCount), expected);
+  EXPECT_TRUE(child.join());
+  MAIA_ASSERT_OK(maiaEventDestroy(event));
+  MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+TEST(IpcTest, BadHandlesAreClearErrors) {
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, 4096));
+  maiaIpcMemHandle_t handle;
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
+  void* opened = nullptr;
+  MAIA_EXPECT_ERROR(maiaIpcOpenMemHandle(&opened, handle, 0), maiaErrorInvalidValue,
+                    "made by this process");
+  maiaIpcMemHandle_t garbage;
+  std::memset(garbage.reserved, 0x5a, sizeof(garbage.reserved));
+  MAIA_EXPECT_ERROR(maiaIpcOpenMemHandle(&opened, garbage, 0), maiaErrorInvalidHandle,
+                    "not a MAIA IPC handle");
+  maiaIpcMemHandle_t damaged = handle;
+  damaged.reserved[40] ^= 1;  // a bit of the offset
+  MAIA_EXPECT_ERROR(maiaIpcOpenMemHandle(&opened, damaged, 0), maiaErrorInvalidHandle,
+                    "damaged");
+  maiaIpcEventHandle_t as_event;
+  std::memcpy(as_event.reserved, handle.reserved, sizeof(as_event.reserved));
+  maiaEvent_t event = nullptr;
+  MAIA_EXPECT_ERROR(maiaIpcOpenEventHandle(&event, as_event), maiaErrorInvalidHandle,
+                    "memory handle was passed where an IPC event handle is expected");
+  MAIA_EXPECT_ERROR(maiaIpcOpenMemHandle(&opened, handle, 8), maiaErrorInvalidValue,
+                    "unknown flags");
+  MAIA_EXPECT_ERROR(maiaIpcCloseMemHandle(d), maiaErrorInvalidDevicePointer,
+                    "not a pointer returned by maiaIpcOpenMemHandle");
+  int host = 0;
+  MAIA_EXPECT_ERROR(maiaIpcGetMemHandle(&handle, &host), maiaErrorInvalidDevicePointer,
+                    "not device memory");
+  maiaEvent_t local;
+  MAIA_ASSERT_OK(maiaEventCreate(&local, maiaEventDefault));
+  maiaIpcEventHandle_t event_handle;
+  MAIA_EXPECT_ERROR(maiaIpcGetEventHandle(&event_handle, local), maiaErrorInvalidValue,
+                    "not created with maiaEventInterprocess");
+  MAIA_ASSERT_OK(maiaEventDestroy(local));
+  MAIA_ASSERT_OK(maiaFree(d));
+  MAIA_EXPECT_ERROR(maiaIpcGetMemHandle(&handle, d), maiaErrorInvalidDevicePointer,
+                    "no live allocation");
+}
+
+TEST(IpcTest, AHandleOfAFreedAllocationIsStale) {
+  Peer child([](Peer& parent) {
+    for (int round = 0; round < 2; ++round) {
+      auto handle = parent.receive<maiaIpcMemHandle_t>();
+      void* opened = nullptr;
+      MAIA_EXPECT_ERROR(maiaIpcOpenMemHandle(&opened, handle, 0), maiaErrorInvalidHandle,
+                        "stale IPC handle");
+      parent.send(kDone);
+    }
+    auto event_handle = parent.receive<maiaIpcEventHandle_t>();
+    maiaEvent_t event = nullptr;
+    MAIA_EXPECT_ERROR(maiaIpcOpenEventHandle(&event, event_handle), maiaErrorInvalidHandle,
+                      "destroyed the event");
+    parent.send(kDone);
+  });
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, 4096));
+  maiaIpcMemHandle_t handle;
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
+  MAIA_ASSERT_OK(maiaFree(d));
+  child.send(handle);
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  // Freed and allocated again at the same address: still stale.
+  void* again = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&again, 4096));
+  EXPECT_EQ(again, d);
+  maiaIpcMemHandle_t fresh;
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&fresh, again));
+  EXPECT_NE(std::memcmp(&fresh, &handle, sizeof(handle)), 0);
+  child.send(handle);
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  maiaEvent_t event;
+  MAIA_ASSERT_OK(maiaEventCreate(&event, maiaEventInterprocess));
+  maiaIpcEventHandle_t event_handle;
+  MAIA_ASSERT_OK(maiaIpcGetEventHandle(&event_handle, event));
+  MAIA_ASSERT_OK(maiaEventDestroy(event));
+  child.send(event_handle);
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  EXPECT_TRUE(child.join());
+  MAIA_ASSERT_OK(maiaFree(again));
+}
+
+TEST(IpcTest, AHandleOfAnExitedProcessIsRefused) {
+  Peer child([](Peer& parent) {
+    void* d = nullptr;
+    MAIA_ASSERT_OK(maiaMalloc(&d, 4096));
+    maiaIpcMemHandle_t handle;
+    MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
+    maiaEvent_t event;
+    MAIA_ASSERT_OK(maiaEventCreate(&event, maiaEventInterprocess));
+    maiaIpcEventHandle_t event_handle;
+    MAIA_ASSERT_OK(maiaIpcGetEventHandle(&event_handle, event));
+    parent.send(handle);
+    parent.send(event_handle);
+  });
+  auto handle = child.receive<maiaIpcMemHandle_t>();
+  auto event_handle = child.receive<maiaIpcEventHandle_t>();
+  ASSERT_TRUE(child.join());
+  void* opened = nullptr;
+  MAIA_EXPECT_ERROR(maiaIpcOpenMemHandle(&opened, handle, 0), maiaErrorPeerExited,
+                    "has exited");
+  maiaEvent_t event = nullptr;
+  MAIA_EXPECT_ERROR(maiaIpcOpenEventHandle(&event, event_handle), maiaErrorPeerExited,
+                    "has exited");
+}
+
+TEST(IpcTest, AnOwnerExitingDuringAWaitIsAnErrorNotAHang) {
+  Peer child([](Peer& parent) {
+    maiaEvent_t event;
+    MAIA_ASSERT_OK(maiaEventCreate(&event, maiaEventInterprocess));
+    // The record is queued behind a gate that never opens.
+    static Gate never;
+    MAIA_ASSERT_OK(maiaLaunchHostFunc(nullptr, Gate::wait, &never));
+    MAIA_ASSERT_OK(maiaEventRecord(event, nullptr));
+    maiaIpcEventHandle_t handle;
+    MAIA_ASSERT_OK(maiaIpcGetEventHandle(&handle, event));
+    parent.send(handle);
+    parent.receive<Signal>();  // kExit
+    _exit(0);  // with the record still pending
+  });
+  auto handle = child.receive<maiaIpcEventHandle_t>();
+  maiaEvent_t event;
+  MAIA_ASSERT_OK(maiaIpcOpenEventHandle(&event, handle));
+  maiaEvent_t second;
+  MAIA_ASSERT_OK(maiaIpcOpenEventHandle(&second, handle));
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
+  upload(d, iota(kCount, 0));
+  maiaStream_t stream;
+  MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
+  MAIA_ASSERT_OK(maiaStreamWaitEvent(stream, event));
+  axpb(d, kCount, 2, 1, stream);
+  EXPECT_EQ(maiaEventQuery(event), maiaErrorNotReady);
+  child.send(kExit);
+  EXPECT_TRUE(child.join());
+  MAIA_EXPECT_ERROR(maiaEventSynchronize(second), maiaErrorPeerExited,
+                    "exited before the awaited record completed");
+  MAIA_EXPECT_ERROR(maiaStreamSynchronize(stream), maiaErrorLaunchFailure,
+                    "interprocess event: process " + std::to_string(child.pid()));
+  MAIA_EXPECT_ERROR(maiaEventQuery(event), maiaErrorPeerExited, "exited");
+  MAIA_ASSERT_OK(maiaDeviceReset(0));
+  EXPECT_EQ(download(d, kCount), iota(kCount, 0));  // the work behind the wait was skipped
+  for (auto e : {event, second}) MAIA_ASSERT_OK(maiaEventDestroy(e));
+  MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+/// The importer's side of the lifetime tests: opens `opens` times, reports
+/// the data, closes when told, and checks it left nothing behind.
+void importer(Peer& exporter, int opens) {
+  int devices = 0;
+  MAIA_ASSERT_OK(maiaGetDeviceCount(&devices));  // the driver's own files and mappings
+  const int files = openFiles();
+  const int mappings = deviceMemoryMappings();
+  auto handle = exporter.receive<maiaIpcMemHandle_t>();
+  void* shared = nullptr;
+  for (int i = 0; i < opens; ++i) MAIA_ASSERT_OK(maiaIpcOpenMemHandle(&shared, handle, 0));
+  EXPECT_EQ(deviceMemoryMappings(), mappings + 2);  // the two views of the import
+  EXPECT_EQ(download(shared, kCount), iota(kCount, 42));
+  exporter.send(kReady);
+  for (int i = 0; i < opens; ++i) {
+    EXPECT_EQ(exporter.receive<Signal>(), kExit);
+    // Whatever the exporter did meanwhile (free, allocate anew), the
+    // memory is intact while open.
+    EXPECT_EQ(download(shared, kCount), iota(kCount, 42));
+    MAIA_ASSERT_OK(maiaIpcCloseMemHandle(shared));
+    exporter.send(kDone);
+  }
+  maiaPointerAttributes attr;
+  EXPECT_NE(maiaPointerGetAttributes(&attr, shared), maiaSuccess);
+  EXPECT_EQ(openFiles(), files);
+  EXPECT_EQ(deviceMemoryMappings(), mappings);
+}
+
+TEST(IpcTest, CloseThenFreeLeaksNothing) {
+  Peer child([](Peer& exporter) { importer(exporter, 1); });
+  const size_t baseline = freeBytes();
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
+  upload(d, iota(kCount, 42));
+  maiaIpcMemHandle_t handle;
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
+  child.send(handle);
+  EXPECT_EQ(child.receive<Signal>(), kReady);
+  child.send(kExit);
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  MAIA_ASSERT_OK(maiaFree(d));
+  EXPECT_EQ(freeBytes(), baseline);
+  EXPECT_TRUE(child.join());
+}
+
+TEST(IpcTest, FreeWhileOpenElsewhereKeepsThePagesUntilTheLastClose) {
+  Peer child([](Peer& exporter) { importer(exporter, 2); });
+  const size_t baseline = freeBytes();
+  void* d = nullptr;
+  const size_t bytes = kCount * sizeof(int64_t);
+  MAIA_ASSERT_OK(maiaMalloc(&d, bytes));
+  upload(d, iota(kCount, 42));
+  maiaIpcMemHandle_t handle;
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
+  child.send(handle);
+  EXPECT_EQ(child.receive<Signal>(), kReady);
+  MAIA_ASSERT_OK(maiaFree(d));
+  // Retired, not free: a new allocation must not get (and overwrite) it.
+  EXPECT_LT(freeBytes(), baseline);
+  void* reuse = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&reuse, bytes));
+  EXPECT_NE(reuse, d);
+  upload(reuse, iota(kCount, -1000));
+  child.send(kExit);  // the first close of two
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  MAIA_ASSERT_OK(maiaFree(reuse));
+  EXPECT_LT(freeBytes(), baseline);  // still open once
+  child.send(kExit);
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  EXPECT_EQ(freeBytes(), baseline);
+  void* after = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&after, bytes));
+  EXPECT_EQ(after, d);  // the retired block was returned
+  MAIA_ASSERT_OK(maiaFree(after));
+  EXPECT_TRUE(child.join());
+}
+
+TEST(IpcTest, AnImporterThatDiesWithoutClosingReleasesTheMemory) {
+  Peer child([](Peer& exporter) {
+    auto handle = exporter.receive<maiaIpcMemHandle_t>();
+    void* shared = nullptr;
+    MAIA_ASSERT_OK(maiaIpcOpenMemHandle(&shared, handle, 0));
+    exporter.send(kReady);
+    exporter.receive<Signal>();
+    _exit(0);  // never closes
+  });
+  const size_t baseline = freeBytes();
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
+  maiaIpcMemHandle_t handle;
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
+  child.send(handle);
+  EXPECT_EQ(child.receive<Signal>(), kReady);
+  MAIA_ASSERT_OK(maiaFree(d));
+  EXPECT_LT(freeBytes(), baseline);  // open in a live process
+  child.send(kExit);
+  EXPECT_TRUE(child.join());
+  EXPECT_EQ(freeBytes(), baseline);
+}
+
+}  // namespace
