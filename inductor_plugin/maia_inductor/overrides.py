@@ -342,36 +342,12 @@ class MaiaOverrides(OpOverrides):
 
     @staticmethod
     def erfc(x):
-        """erfc(x) (MLIR 19 has no math.erfc; 1 - erf(x) loses every digit
-        for large x): 1 - erf(x) for |x| < 1/4; elsewhere erfc(a) =
-        t*h(t)*exp(-a^2), t = 1/(1 + a/2), h a polynomial fitted to erfc on
-        [1/4, 10.1] (1.3 ulp in float32). exp(-a^2) is exp(-hi)*(1 - lo)
-        with a^2 = hi + lo split exactly by an fma (hi alone is off by up to
-        50 ulp at a = 10); where the result is subnormal, exp(-hi/2)^2 (no
-        flush). erfc(-a) = 2 - erfc(a). float64: libm's erfc."""
-        o = MaiaOverrides
+        """erfc(x): the maia dialect's op (MLIR 19 has no math.erfc, and
+        1 - erf(x) loses every digit for large x); float64: libm's erfc."""
         x = _value(x)
         if x.mdtype == torch.float64:
             return _k().call_libm(_k().compute, "erfc", x)
-        if not mt.is_float(x.mdtype):
-            x = _k().convert(x, torch.float32)
-        if x.mdtype in (torch.float16, torch.bfloat16):
-            x = _k().convert(x, torch.float32)
-        a = o.abs(x)
-        t = o.reciprocal(o.fma(a, 0.5, 1.0))
-        h = None
-        for c in _ERFC_POLY:
-            h = _k().constant(c, a.mdtype) if h is None else o.fma(h, t, c)
-        a2 = o.mul(a, a)
-        correction = o.sub(1.0, o.fma(a, a, o.neg(a2)))
-        th = o.mul(o.mul(t, h), correction)
-        normal = o.mul(o.exp(o.neg(a2)), th)
-        half = o.exp(o.mul(a2, -0.5))
-        tiny = o.mul(half, o.mul(half, th))
-        tail = o.where(o.gt(a, 9.0), tiny, normal)
-        tail = o.where(o.gt(a, 15.0), 0.0, tail)  # inf: no inf * 0
-        positive = o.where(o.lt(a, 0.25), o.sub(1.0, o.erf(a)), tail)
-        return o.where(o.signbit(x), o.sub(2.0, positive), positive)
+        return _float_unary("maia.erfc", x)
 
     # Comparisons, and the logical and bitwise binaries: see _install_tables.
 
@@ -471,15 +447,6 @@ class MaiaOverrides(OpOverrides):
     logical_and = _logical("arith.andi")
     logical_or = _logical("arith.ori")
     logical_xor = _logical("arith.xori")
-
-
-# erfc(a) exp(a^2) / t as a polynomial in t = 1 / (1 + a/2), a in [1/4,
-# 10.1], highest degree first (least squares at Chebyshev points against
-# mpmath, relative error 1.3 ulp evaluated in float32).
-_ERFC_POLY = (0.05336324870586395, -0.28364625573158264, 0.5946443676948547,
-              -0.5717322826385498, 0.2150862216949463, -0.09641150385141373,
-              0.10389706492424011, 0.17358343303203583, 0.24703200161457062,
-              0.28209012746810913, 0.28209465742111206)
 
 
 def _name_unimplemented():

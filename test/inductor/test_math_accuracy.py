@@ -7,7 +7,8 @@ both signs, and ±0, ±1, ±inf, nan, domain edges). The result is compared with
 a float64 reference rounded to the output type, in ULP (distance between
 the bit patterns read as ordered integers), and so is eager CPU's. Compiled
 maia must satisfy  maia_ulp <= max(cpu_ulp, BOUND[op]):  never worse than
-eager CPU, or within a small stated bound of the correctly rounded result.
+eager CPU, or within a small stated bound of the correctly rounded result
+(1 ulp for all but the three ops whose eager results are far worse).
 NaN where the reference is not NaN (or the converse) counts as an infinite
 error.
 """
@@ -75,16 +76,19 @@ def sweep(lo, hi, dtype=torch.float32, n=1 << 16):
 
 
 # op: (interesting range for the linear sweep, ULP bound).
-# The bound is what maia must reach when eager CPU is more accurate.
+# The bound is what maia must reach when eager CPU is less accurate; where
+# eager is within 1 ulp, maia must be too. sinh and cosh are 2 ulp near
+# overflow (eager loses millions there), and sigmoid follows eager, which
+# flushes near the subnormals.
 OPS = {
-    "sin": ((-10.0, 10.0), 1), "cos": ((-10.0, 10.0), 1), "tan": ((-10.0, 10.0), 3),
-    "asin": ((-1.0, 1.0), 2), "acos": ((-1.0, 1.0), 2), "atan": ((-10.0, 10.0), 2),
-    "sinh": ((-90.0, 90.0), 3), "cosh": ((-90.0, 90.0), 3), "tanh": ((-10.0, 10.0), 4),
-    "asinh": ((-10.0, 10.0), 3), "acosh": ((0.5, 10.0), 3), "atanh": ((-1.0, 1.0), 3),
-    "exp": ((-104.0, 89.0), 4), "exp2": ((-150.0, 128.0), 2), "expm1": ((-20.0, 89.0), 4),
-    "log": ((0.0, 10.0), 2), "log2": ((0.0, 10.0), 2), "log10": ((0.0, 10.0), 2),
-    "log1p": ((-1.0, 10.0), 2), "sqrt": ((0.0, 10.0), 0), "rsqrt": ((0.0, 10.0), 1),
-    "erf": ((-5.0, 5.0), 4), "erfc": ((-5.0, 11.0), 5), "sigmoid": ((-90.0, 90.0), 3),
+    "sin": ((-10.0, 10.0), 1), "cos": ((-10.0, 10.0), 1), "tan": ((-10.0, 10.0), 1),
+    "asin": ((-1.0, 1.0), 1), "acos": ((-1.0, 1.0), 1), "atan": ((-10.0, 10.0), 1),
+    "sinh": ((-90.0, 90.0), 2), "cosh": ((-90.0, 90.0), 2), "tanh": ((-10.0, 10.0), 1),
+    "asinh": ((-10.0, 10.0), 1), "acosh": ((0.5, 10.0), 1), "atanh": ((-1.0, 1.0), 1),
+    "exp": ((-104.0, 89.0), 1), "exp2": ((-150.0, 128.0), 1), "expm1": ((-20.0, 89.0), 1),
+    "log": ((0.0, 10.0), 1), "log2": ((0.0, 10.0), 1), "log10": ((0.0, 10.0), 1),
+    "log1p": ((-1.0, 10.0), 1), "sqrt": ((0.0, 10.0), 0), "rsqrt": ((0.0, 10.0), 1),
+    "erf": ((-5.0, 5.0), 1), "erfc": ((-5.0, 11.0), 1), "sigmoid": ((-90.0, 90.0), 3),
 }
 
 

@@ -6,6 +6,9 @@
 
 #include "maia/Transforms/Passes.h"
 
+#include "FloatBuilder.h"
+#include "WideMath.h"
+
 #include "maia/Dialect/Maia/MaiaDialect.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,15 +28,11 @@ namespace mlir::maia {
 } // namespace mlir::maia
 
 using namespace mlir;
+using mlir::maia::FloatBuilder;
+using mlir::maia::kLibmAttr;
+using mlir::maia::kReducedAttr;
 
 namespace {
-
-/// Marks a math op emitted by the patterns below that must be left to the
-/// upstream approximation (its input is already range reduced).
-constexpr llvm::StringLiteral kReducedAttr = "maia.reduced";
-/// Marks a math op left to libm (maia-math-to-libm) on purpose.
-constexpr llvm::StringLiteral kLibmAttr =
-    maia::MaiaDialect::getLibmCallAttrName();
 
 /// f32 or a fixed-length vector of f32.
 bool isF32Like(Type type) {
@@ -51,100 +50,6 @@ bool isHalfLike(Type type) {
   }
   return element.isF16() || element.isBF16();
 }
-
-/// Builds float arithmetic on one f32 shape (scalar or vector).
-struct FloatBuilder {
-  ImplicitLocOpBuilder &b;
-  Type type;
-
-  Type boolType() const {
-    if (auto vector = dyn_cast<VectorType>(type))
-      return VectorType::get(vector.getShape(), b.getI1Type());
-    return b.getI1Type();
-  }
-  Value c(double value) {
-    auto attr = FloatAttr::get(getElementTypeOrSelf(type), value);
-    if (auto vector = dyn_cast<VectorType>(type))
-      return b.create<arith::ConstantOp>(DenseElementsAttr::get(vector, attr));
-    return b.create<arith::ConstantOp>(attr);
-  }
-  Value add(Value x, Value y) { return b.create<arith::AddFOp>(x, y); }
-  Value sub(Value x, Value y) { return b.create<arith::SubFOp>(x, y); }
-  Value mul(Value x, Value y) { return b.create<arith::MulFOp>(x, y); }
-  Value div(Value x, Value y) { return b.create<arith::DivFOp>(x, y); }
-  Value fma(Value x, Value y, Value z) { return b.create<math::FmaOp>(x, y, z); }
-  Value abs(Value x) { return b.create<math::AbsFOp>(x); }
-  Value sqrt(Value x) { return b.create<math::SqrtOp>(x); }
-  Value copysign(Value x, Value sign) {
-    return b.create<math::CopySignOp>(x, sign);
-  }
-  Value cmp(arith::CmpFPredicate predicate, Value x, Value y) {
-    return b.create<arith::CmpFOp>(predicate, x, y);
-  }
-  Value lt(Value x, double y) { return cmp(arith::CmpFPredicate::OLT, x, c(y)); }
-  Value gt(Value x, double y) { return cmp(arith::CmpFPredicate::OGT, x, c(y)); }
-  Value select(Value condition, Value x, Value y) {
-    return b.create<arith::SelectOp>(condition, x, y);
-  }
-  Value both(Value x, Value y) { return b.create<arith::AndIOp>(x, y); }
-  Value signbit(Value x) { // true for -0 and negative NaN too
-    return lt(copysign(c(1.0), x), 0.0);
-  }
-  /// The same shape with f64 elements.
-  Type wideType() const {
-    if (auto vector = dyn_cast<VectorType>(type))
-      return VectorType::get(vector.getShape(), b.getF64Type());
-    return b.getF64Type();
-  }
-  FloatBuilder wide() const { return FloatBuilder{b, wideType()}; }
-  Value extend(Value x) { return b.create<arith::ExtFOp>(wideType(), x); }
-  Value truncate(Value x) { return b.create<arith::TruncFOp>(type, x); }
-  /// Horner, coefficients from the highest degree down.
-  Value poly(Value x, ArrayRef<double> coefficients) {
-    Value acc = c(coefficients.front());
-    for (double coefficient : coefficients.drop_front())
-      acc = fma(acc, x, c(coefficient));
-    return acc;
-  }
-  template <typename Op> Value reduced(Value x) {
-    auto op = b.create<Op>(x);
-    op->setAttr(kReducedAttr, b.getUnitAttr());
-    return op;
-  }
-  /// `Op` computed by libm (maia-math-to-libm), not approximated.
-  template <typename Op> Value libm(Value x) {
-    auto op = b.create<Op>(x);
-    op->setAttr(kLibmAttr, b.getUnitAttr());
-    return op;
-  }
-  /// True when `condition` holds in any lane.
-  Value any(Value condition) {
-    auto vector = dyn_cast<VectorType>(condition.getType());
-    if (!vector)
-      return condition;
-    if (vector.getRank() != 1)
-      condition = b.create<vector::ShapeCastOp>(
-          VectorType::get({vector.getNumElements()}, b.getI1Type()), condition);
-    return b.create<vector::ReductionOp>(vector::CombiningKind::OR, condition);
-  }
-  /// `slow()` in the lanes where `rare` holds, `fast` elsewhere; `slow` runs
-  /// only when some lane needs it.
-  Value unlessRare(Value rare, Value fast, function_ref<Value()> slow) {
-    auto branch = b.create<scf::IfOp>(TypeRange{fast.getType()}, any(rare),
-                                      /*withElseRegion=*/true);
-    OpBuilder::InsertionGuard guard(b);
-    b.setInsertionPointToStart(&branch.getThenRegion().front());
-    b.create<scf::YieldOp>(select(rare, slow(), fast));
-    b.setInsertionPointToStart(&branch.getElseRegion().front());
-    b.create<scf::YieldOp>(fast);
-    return branch.getResult(0);
-  }
-  // These go through the patterns below (and then upstream).
-  Value exp(Value x) { return b.create<math::ExpOp>(x); }
-  Value expm1(Value x) { return b.create<math::ExpM1Op>(x); }
-  Value log(Value x) { return b.create<math::LogOp>(x); }
-  Value log1p(Value x) { return b.create<math::Log1pOp>(x); }
-};
 
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kLn2 = 0.69314718055994530942;
@@ -185,17 +90,17 @@ Value asinKernel(FloatBuilder &f, Value s, Value z) {
   return f.fma(f.mul(p, z), s, s);
 }
 
-// asin(x): |x| > 1/2 through asin(x) = pi/2 - 2 asin(sqrt((1 - x)/2)).
+/// `core(d, x)` in float64 on the float32 argument, rounded once.
+template <typename Core>
+Value inFloat64(FloatBuilder &f, Value x, Core core) {
+  FloatBuilder d = f.wide();
+  return f.truncate(core(d, f.extend(x)));
+}
+
 Value buildAsin(FloatBuilder &f, ValueRange operands) {
   Value x = operands[0];
-  Value a = f.abs(x);
-  Value big = f.gt(a, 0.5);
-  Value z = f.select(big, f.mul(f.c(0.5), f.sub(f.c(1.0), a)), f.mul(a, a));
-  Value s = f.select(big, f.sqrt(z), a); // NaN beyond 1
-  Value p = asinKernel(f, s, z);
-  Value reflected =
-      f.add(f.sub(f.c(kPio2Hi), f.add(p, p)), f.c(kPio2Lo));
-  return f.copysign(f.select(big, reflected, p), x);
+  Value a = inFloat64(f, f.abs(x), maia::wide::asinOfAbs); // NaN beyond 1
+  return f.copysign(a, x);
 }
 
 Value buildAcos(FloatBuilder &f, ValueRange operands) {
@@ -231,7 +136,8 @@ Value atanOfAbs(FloatBuilder &f, Value a) {
 }
 
 Value buildAtan(FloatBuilder &f, ValueRange operands) {
-  return f.copysign(atanOfAbs(f, f.abs(operands[0])), operands[0]);
+  Value x = operands[0];
+  return f.copysign(inFloat64(f, f.abs(x), maia::wide::atanOfAbs), x);
 }
 
 // atan2(y, x) = atan(y / x), moved to the quadrant of (x, y); zeros and
@@ -278,30 +184,32 @@ Value buildCosh(FloatBuilder &f, ValueRange operands) {
   return f.select(f.gt(a, 88.0), large, middle);
 }
 
-Value buildTan(FloatBuilder &f, ValueRange operands) {
-  Value x = operands[0];
-  return f.div(f.b.create<math::SinOp>(x), f.b.create<math::CosOp>(x));
-}
-
 // Up to this the f64 reduction below is exact (k < 2^17); larger arguments
 // (rare in models) take libm's sinf/cosf, whose Payne-Hanek reduction is
 // exact over float's whole range, as glibc's vector math does.
 constexpr double kSinCosReductionLimit = 131072.0;
 
-// sin/cos: x = k pi/2 + r with pi/2 in two f64 parts (fma, Cody-Waite),
-// |r| <= pi/4, then upstream's polynomials on r and the quadrant k mod 4.
-// Upstream reduces with one rounded f32 pi/2: sin(float(pi)) came out as 0.
-template <bool isCos>
-Value buildReducedSinCos(FloatBuilder &f, Value x) {
-  // In f64: k < 2^17 times the first part (33 bits) of pi/2 is exact, and
-  // r keeps its digits however close x lies to a multiple of pi/2.
-  FloatBuilder d = f.wide();
-  Value xd = f.extend(x);
-  Value kd = d.b.create<math::RoundEvenOp>(d.mul(xd, d.c(2 / kPi)));
+/// x = k pi/2 + r in float64, pi/2 in two parts (fma, Cody-Waite): k < 2^17
+/// times the first part (33 bits) is exact, and r keeps its digits however
+/// close x lies to a multiple of pi/2.
+struct HalfPiReduction {
+  Value k, r;
+};
+HalfPiReduction reduceByHalfPi(FloatBuilder &d, Value x) {
+  Value k = d.b.create<math::RoundEvenOp>(d.mul(x, d.c(2 / kPi)));
   constexpr double p1 = 1.5707963267341256141662597656250;
   constexpr double p2 = 6.0771005065061922509705e-11;
-  Value negK = d.sub(d.c(0.0), kd);
-  Value rd = d.fma(negK, d.c(p2), d.fma(negK, d.c(p1), xd));
+  Value negK = d.sub(d.c(0.0), k);
+  return {k, d.fma(negK, d.c(p2), d.fma(negK, d.c(p1), x))};
+}
+
+// sin/cos: x = k pi/2 + r, |r| <= pi/4, then upstream's polynomials on r
+// and the quadrant k mod 4. Upstream reduces with one rounded f32 pi/2:
+// sin(float(pi)) came out as 0.
+template <bool isCos>
+Value buildReducedSinCos(FloatBuilder &f, Value x) {
+  FloatBuilder d = f.wide();
+  auto [kd, rd] = reduceByHalfPi(d, f.extend(x));
   // r = rHi + rLo in floats; the polynomials take rHi.
   Value r = f.truncate(rd);
   Value rLo = f.truncate(d.sub(rd, f.extend(r)));
@@ -330,78 +238,128 @@ Value buildReducedSinCos(FloatBuilder &f, Value x) {
   return f.select(f.cmp(arith::CmpFPredicate::OEQ, x, f.c(0.0)), x, result);
 }
 
+/// Lanes beyond the reduction's exact range (inf too, not NaN).
+Value beyondReduction(FloatBuilder &f, Value x) {
+  return f.gt(f.abs(x), kSinCosReductionLimit);
+}
+
 template <bool isCos>
 Value buildSinCos(FloatBuilder &f, ValueRange operands) {
   Value x = operands[0];
-  Value beyond = f.gt(f.abs(x), kSinCosReductionLimit); // inf too, not NaN
+  Value beyond = beyondReduction(f, x);
   return f.unlessRare(beyond, buildReducedSinCos<isCos>(f, x), [&] {
     return isCos ? f.libm<math::CosOp>(x) : f.libm<math::SinOp>(x);
   });
 }
 
-// asinh (fdlibm): log1p(a + a^2 / (1 + sqrt(1 + a^2))) below 2,
-// log(2a + 1 / (a + sqrt(a^2 + 1))) below 2^12, log(a) + log(2) above.
+Value buildTan(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value beyond = beyondReduction(f, x);
+  FloatBuilder d = f.wide();
+  auto [k, r] = reduceByHalfPi(d, f.extend(x));
+  Value t = f.truncate(maia::wide::tanOfReduced(d, k, r));
+  t = f.select(f.eq(x, 0.0), x, t); // -0
+  return f.unlessRare(beyond, t, [&] { return f.libm<math::TanOp>(x); });
+}
+
+/// log1p(w) for float64 w with the special cases the core leaves out:
+/// -inf at -1, NaN below.
+Value log1pOrSpecial(FloatBuilder &d, Value w) {
+  Value r = maia::wide::log1p(d, w);
+  r = d.select(d.eq(w, -1.0), d.c(-std::numeric_limits<double>::infinity()), r);
+  return d.select(d.lt(w, -1.0), d.c(std::numeric_limits<double>::quiet_NaN()),
+                  r);
+}
+
+// asinh(a) = log1p(a + a^2 / (1 + sqrt(1 + a^2))): no cancellation, and
+// a^2 neither rounds nor overflows in float64.
 Value buildAsinh(FloatBuilder &f, ValueRange operands) {
   Value x = operands[0];
-  Value a = f.abs(x);
-  Value a2 = f.mul(a, a);
-  Value root = f.sqrt(f.add(a2, f.c(1.0)));
-  Value small = f.log1p(f.add(a, f.div(a2, f.add(f.c(1.0), root))));
-  Value middle =
-      f.log(f.add(f.add(a, a), f.div(f.c(1.0), f.add(a, root))));
-  Value large = f.add(f.log(a), f.c(kLn2));
-  Value r = f.select(f.lt(a, 2.0), small,
-                     f.select(f.gt(a, 4096.0), large, middle));
+  Value r = inFloat64(f, f.abs(x), [](FloatBuilder &d, Value a) {
+    Value a2 = d.mul(a, a);
+    Value w = d.add(a, d.div(a2, d.add(d.c(1.0), d.sqrt(d.add(d.c(1.0), a2)))));
+    return d.select(d.eq(a, std::numeric_limits<double>::infinity()), a,
+                    log1pOrSpecial(d, w));
+  });
   return f.copysign(r, x);
 }
 
+// acosh(x) = log1p(t + sqrt(t^2 + 2t)), t = x - 1 (exact in float64).
 Value buildAcosh(FloatBuilder &f, ValueRange operands) {
   Value x = operands[0];
-  Value t = f.sub(x, f.c(1.0));
-  Value small = f.log1p(f.add(t, f.sqrt(f.fma(t, t, f.add(t, t)))));
-  Value middle = f.log(f.sub(
-      f.add(x, x),
-      f.div(f.c(1.0), f.add(x, f.sqrt(f.fma(x, x, f.c(-1.0)))))));
-  Value large = f.add(f.log(x), f.c(kLn2));
-  Value r =
-      f.select(f.lt(x, 2.0), small, f.select(f.gt(x, 4096.0), large, middle));
+  Value r = inFloat64(f, x, [](FloatBuilder &d, Value xd) {
+    Value t = d.sub(xd, d.c(1.0));
+    return log1pOrSpecial(d, d.add(t, d.sqrt(d.fma(t, t, d.add(t, t)))));
+  });
   return f.select(f.lt(x, 1.0), f.c(std::numeric_limits<double>::quiet_NaN()),
                   r);
 }
 
-// atanh(a) = log1p(2a / (1 - a)) / 2 = log1p(2a + 2a^2 / (1 - a)) / 2.
+// atanh(a) = log1p(2a / (1 - a)) / 2.
 Value buildAtanh(FloatBuilder &f, ValueRange operands) {
   Value x = operands[0];
   Value a = f.abs(x);
-  Value twice = f.add(a, a);
-  Value r = f.mul(f.c(0.5), f.log1p(f.add(
-                                twice, f.div(f.mul(twice, a),
-                                             f.sub(f.c(1.0), a)))));
+  Value r = inFloat64(f, a, [](FloatBuilder &d, Value ad) {
+    Value w = d.div(d.add(ad, ad), d.sub(d.c(1.0), ad));
+    return d.mul(d.c(0.5), log1pOrSpecial(d, w));
+  });
   r = f.select(f.gt(a, 1.0), f.c(std::numeric_limits<double>::quiet_NaN()), r);
   return f.copysign(r, x);
 }
 
-// exp(x) below log(FLT_MIN): upstream flushes to 0 instead of a subnormal;
-// near log(FLT_MAX) it loses 5 ulp. There exp(x) = exp(x -+ C) * 2^+-32 *
-// exp(+-(C - 32 log(2))), C a multiple of 2^-17 near 32 log(2) (so x -+ C is
-// exact for |x| in [64, 128]).
+// Beyond +-200 exp is inf or 0 in float32 already; the clamp keeps the
+// float64 core in its range.
 Value buildExp(FloatBuilder &f, ValueRange operands) {
-  Value x = operands[0];
-  Value low = f.lt(x, -87.0), high = f.gt(x, 80.0);
-  constexpr double kShift = 22.180709838867188;
-  Value shift = f.select(low, f.c(kShift),
-                         f.select(high, f.c(-kShift), f.c(0.0)));
-  Value scale = f.select(low, f.c(2.3283062946308952e-10),
-                         f.select(high, f.c(4294967557.773705), f.c(1.0)));
-  Value e = f.reduced<math::ExpOp>(f.add(x, shift));
-  return f.mul(e, scale);
+  return inFloat64(f, operands[0], [](FloatBuilder &d, Value x) {
+    return maia::wide::exp(d, d.clamp(x, -200.0, 200.0));
+  });
 }
 
-// expm1(x) is exp(x) in float above 20 (upstream's expm1 loses an ulp
-// near overflow).
 Value buildExpm1(FloatBuilder &f, ValueRange operands) {
   Value x = operands[0];
-  return f.select(f.gt(x, 20.0), f.exp(x), f.reduced<math::ExpM1Op>(x));
+  Value r = inFloat64(f, x, [](FloatBuilder &d, Value xd) {
+    return maia::wide::expm1(d, d.clamp(xd, -200.0, 200.0));
+  });
+  return f.select(f.eq(x, 0.0), x, r); // -0
+}
+
+// tanh(a) = e / (e + 2), e = expm1(2a): no cancellation at either end.
+Value buildTanh(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value r = inFloat64(f, f.abs(x), [](FloatBuilder &d, Value a) {
+    Value e = maia::wide::expm1(d, d.mul(d.c(2.0), d.clamp(a, 0.0, 20.0)));
+    return d.div(e, d.add(e, d.c(2.0)));
+  });
+  return f.copysign(r, x);
+}
+
+Value buildLog1p(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value r = inFloat64(f, x, log1pOrSpecial);
+  return f.select(f.eq(x, 0.0), x, r); // -0
+}
+
+// erf(a) = 1 - erfc(a) from 1 on (erfc(a) < 0.16: no digit lost); beyond 6
+// erf is 1 in float32.
+Value buildErf(FloatBuilder &f, ValueRange operands) {
+  Value x = operands[0];
+  Value r = inFloat64(f, f.abs(x), [](FloatBuilder &d, Value a) {
+    a = d.clamp(a, 0.0, 6.0);
+    return d.select(d.lt(a, 1.0), maia::wide::erfOfSmall(d, a),
+                    d.sub(d.c(1.0), maia::wide::erfcOfAbs(d, a)));
+  });
+  return f.copysign(r, x);
+}
+
+// erfc(-a) = 2 - erfc(a); beyond 12 erfc is 0 in float32.
+Value buildErfc(FloatBuilder &f, ValueRange operands) {
+  return inFloat64(f, operands[0], [](FloatBuilder &d, Value x) {
+    Value a = d.clamp(d.abs(x), 0.0, 12.0);
+    Value positive = d.select(d.lt(a, 1.0),
+                              d.sub(d.c(1.0), maia::wide::erfOfSmall(d, a)),
+                              maia::wide::erfcOfAbs(d, a));
+    return d.select(d.signbit(x), d.sub(d.c(2.0), positive), positive);
+  });
 }
 
 // log of a subnormal: upstream reads its exponent as -126; scale it by
@@ -418,9 +376,15 @@ Value buildLog(FloatBuilder &f, ValueRange operands) {
 Value buildLog2(FloatBuilder &f, ValueRange operands) {
   return buildScaledLog<math::Log2Op>(f, operands[0], 24.0);
 }
+// log10 = log / ln(10) in float64; 0, negatives, inf and NaN as C.
 Value buildLog10(FloatBuilder &f, ValueRange operands) {
-  return buildScaledLog<math::Log10Op>(f, operands[0],
-                                       24 * 0.30102999566398119521);
+  Value x = operands[0];
+  Value r = inFloat64(f, x, [](FloatBuilder &d, Value xd) {
+    return d.mul(maia::wide::log(d, xd), d.c(0.43429448190325182765));
+  });
+  r = f.select(f.eq(x, 0.0), f.c(-std::numeric_limits<double>::infinity()), r);
+  return f.select(f.lt(x, 0.0), f.c(std::numeric_limits<double>::quiet_NaN()),
+                  r);
 }
 
 /// f16/bf16 ops that have an f32 pattern above compute in f32.
@@ -431,7 +395,8 @@ struct WidenHalf : public RewritePattern {
   static bool handled(Operation *op) {
     return isa<math::AsinOp, math::AcosOp, math::AtanOp, math::Atan2Op,
                math::SinhOp, math::CoshOp, math::TanOp, math::AsinhOp,
-               math::AcoshOp, math::AtanhOp>(op);
+               math::AcoshOp, math::AtanhOp, math::TanhOp, math::ErfOp,
+               math::Log1pOp, maia::ErfcOp>(op);
   }
 
   LogicalResult matchAndRewrite(Operation *op,
@@ -479,6 +444,10 @@ void populateMaiaMathPatterns(RewritePatternSet &patterns) {
   patterns.add<F32Pattern<math::LogOp>>(context, buildLog);
   patterns.add<F32Pattern<math::Log2Op>>(context, buildLog2);
   patterns.add<F32Pattern<math::Log10Op>>(context, buildLog10);
+  patterns.add<F32Pattern<math::Log1pOp>>(context, buildLog1p);
+  patterns.add<F32Pattern<math::TanhOp>>(context, buildTanh);
+  patterns.add<F32Pattern<math::ErfOp>>(context, buildErf);
+  patterns.add<F32Pattern<maia::ErfcOp>>(context, buildErfc);
 }
 
 struct ApproximateMathPass

@@ -146,3 +146,12 @@ func.func @libm_not_unit(%x: f32) -> f32 {
   %0 = math.sin %x {maia.libm = 1 : i32} : f32
   return %0 : f32
 }
+
+// -----
+
+// float64 erfc is libm's: the op takes f16, bf16 and f32 only.
+func.func @erfc_f64(%x: f64) -> f64 {
+  // expected-error @+1 {{'maia.erfc' op operand #0 must be}}
+  %0 = maia.erfc %x : f64
+  return %0 : f64
+}

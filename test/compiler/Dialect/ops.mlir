@@ -34,3 +34,16 @@ func.func @all_argument_types(
 func.func private @helper(%x: f32) -> f32 {
   return %x : f32
 }
+
+// erfc on every float type the op takes, scalars and vectors.
+// CHECK-LABEL: func.func @erfc
+// CHECK: maia.erfc %{{.*}} : vector<16xf32>
+// CHECK: maia.erfc %{{.*}} : bf16
+// CHECK: maia.erfc %{{.*}} : vector<8xf16>
+func.func @erfc(%v: vector<16xf32>, %b: bf16, %h: vector<8xf16>)
+    -> (vector<16xf32>, bf16, vector<8xf16>) {
+  %0 = maia.erfc %v : vector<16xf32>
+  %1 = maia.erfc %b : bf16
+  %2 = maia.erfc %h : vector<8xf16>
+  return %0, %1, %2 : vector<16xf32>, bf16, vector<8xf16>
+}

@@ -42,12 +42,12 @@ func.func @half(%x: vector<8xf16>) -> vector<8xf16> {
 
 // maia's own approximations: hyperbolic and inverse functions that upstream
 // leaves (they would not lower to LLVM), and asin/acos/atan/atan2 more
-// accurate than upstream's; none of them is left as a math op but tan's
-// sin and cos for arguments beyond their range reduction (below).
+// accurate than upstream's; none of them is left as a math op but the libm
+// calls of tan for arguments beyond its range reduction (below).
 // CHECK-LABEL: func.func @maia_approximations
 // CHECK-NOT: math.sinh
 // CHECK-NOT: math.cosh
-// CHECK-NOT: math.tan
+// CHECK-NOT: math.tan %{{[a-z0-9_]+}} :
 // CHECK-NOT: math.asinh
 // CHECK-NOT: math.acosh
 // CHECK-NOT: math.atanh
@@ -74,10 +74,10 @@ func.func @maia_approximations(%x: vector<16xf32>, %y: vector<16xf32>) -> vector
   return %9 : vector<16xf32>
 }
 
-// asin: |x| > 1/2 through sqrt((1 - |x|)/2) (accurate up to +-1).
+// asin: |x| > 1/2 through sqrt((1 - |x|)/2) (accurate up to +-1), in f64.
 // CHECK-LABEL: func.func @asin_scalar
-// CHECK: arith.cmpf ogt, %{{.*}}, %{{.*}} : f32
-// CHECK: math.sqrt {{.*}} : f32
+// CHECK: arith.cmpf ogt, %{{.*}}, %{{.*}} : f64
+// CHECK: math.sqrt {{.*}} : f64
 // CHECK: math.copysign
 // CHECK-NOT: math.asin
 func.func @asin_scalar(%x: f32) -> f32 {
@@ -85,11 +85,13 @@ func.func @asin_scalar(%x: f32) -> f32 {
   return %0 : f32
 }
 
-// exp and log of subnormals: exp shifts its argument by a multiple of
-// 2^-17 near 32 log(2); log scales subnormals by 2^24.
+// exp computes in f64 (subnormal and near-overflow results included, rounded
+// once); log scales subnormals by 2^24.
 // CHECK-LABEL: func.func @subnormal_exp_log
-// CHECK-DAG: arith.constant dense<22.1807098> : vector<16xf32>
 // CHECK-DAG: arith.constant dense<0x4B800000> : vector<16xf32>
+// CHECK-DAG: arith.extf %{{.*}} : vector<16xf32> to vector<16xf64>
+// CHECK-DAG: math.roundeven %{{.*}} : vector<16xf64>
+// CHECK-DAG: arith.truncf %{{.*}} : vector<16xf64> to vector<16xf32>
 // CHECK-NOT: math.exp
 // CHECK-NOT: math.log
 // CHECK: return
@@ -97,6 +99,38 @@ func.func @subnormal_exp_log(%x: vector<16xf32>) -> (vector<16xf32>, vector<16xf
   %e = math.exp %x : vector<16xf32>
   %l = math.log %x : vector<16xf32>
   return %e, %l : vector<16xf32>, vector<16xf32>
+}
+
+// Functions whose f32 evaluation would lose more than 1 ulp compute in f64
+// from the f32 argument, with f64 arithmetic only (no math op on f64 but
+// vector instructions), and round once.
+// CHECK-LABEL: func.func @float64_cores
+// CHECK-NOT: math.tanh
+// CHECK-NOT: math.erf
+// CHECK-NOT: maia.erfc
+// CHECK-NOT: math.log1p
+// CHECK-NOT: math.log10
+// CHECK-NOT: math.expm1
+// CHECK-NOT: math.{{(exp|log|tanh|erf|atan|asin)}} {{.*}}f64
+// CHECK: return
+func.func @float64_cores(%x: vector<16xf32>) -> vector<16xf32> {
+  %0 = math.tanh %x : vector<16xf32>
+  %1 = math.erf %0 : vector<16xf32>
+  %2 = maia.erfc %1 : vector<16xf32>
+  %3 = math.log1p %2 : vector<16xf32>
+  %4 = math.log10 %3 : vector<16xf32>
+  %5 = math.expm1 %4 : vector<16xf32>
+  return %5 : vector<16xf32>
+}
+
+// maia.erfc on bf16 computes in f32 (and so in f64).
+// CHECK-LABEL: func.func @half_erfc
+// CHECK: arith.extf {{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK-NOT: maia.erfc
+// CHECK: arith.truncf {{.*}} : vector<8xf32> to vector<8xbf16>
+func.func @half_erfc(%x: vector<8xbf16>) -> vector<8xbf16> {
+  %0 = maia.erfc %x : vector<8xbf16>
+  return %0 : vector<8xbf16>
 }
 
 // f16 and bf16 compute maia's approximations in f32.
@@ -158,4 +192,13 @@ func.func @sin_of_large_arguments(%x: vector<16xf32>) -> vector<16xf32> {
 func.func @cos_scalar(%x: f32) -> f32 {
   %0 = math.cos %x : f32
   return %0 : f32
+}
+
+// tan likewise: f64 reduction and polynomials, libm's tanf beyond 2^17.
+// CHECK-LABEL: func.func @tan_of_large_arguments
+// CHECK: scf.if %{{.*}} -> (vector<16xf32>) {
+// CHECK:   math.tan %{{.*}} {maia.libm} : vector<16xf32>
+func.func @tan_of_large_arguments(%x: vector<16xf32>) -> vector<16xf32> {
+  %0 = math.tan %x : vector<16xf32>
+  return %0 : vector<16xf32>
 }

@@ -5,6 +5,7 @@
 
 include "maia/Dialect/Maia/MaiaDialect.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
 
 class Maia_GridQueryOp<string mnemonic> : Maia_Op<mnemonic, [Pure]> {
   let arguments = (ins I64Attr:$dim);
@@ -38,6 +39,25 @@ def Maia_NumProgramsOp : Maia_GridQueryOp<"num_programs"> {
     %rows = maia.num_programs 0
     ```
   }];
+}
+
+def Maia_ErfcOp : Maia_Op<"erfc", [Pure, SameOperandsAndResultType]> {
+  let summary = "the complementary error function, 1 - erf(x)";
+  let description = [{
+    `erfc(x)` elementwise, accurate where `1 - erf(x)` keeps no digit (large
+    x, down to the float32 subnormals), which MLIR 19's `math` dialect has
+    no op for. `maia-approximate-math` computes it (float32 in float64,
+    float16 and bfloat16 through float32); float64 callers use libm's erfc.
+
+    ```mlir
+    %y = maia.erfc %x : vector<16xf32>
+    ```
+  }];
+  let arguments = (ins AnyTypeOf<[F16, BF16, F32,
+                                  VectorOfAnyRankOf<[F16, BF16, F32]>]>:$operand);
+  let results = (outs AnyTypeOf<[F16, BF16, F32,
+                                 VectorOfAnyRankOf<[F16, BF16, F32]>]>:$result);
+  let assemblyFormat = "$operand attr-dict `:` type($result)";
 }
 
 #endif // MAIA_DIALECT_MAIA_MAIAOPS_TD
