@@ -1,6 +1,7 @@
 // C API: streams and host callbacks.
 #include <algorithm>
 
+#include "activity.h"
 #include "device.h"
 #include "event.h"
 #include "ipc_event.h"
@@ -17,6 +18,7 @@ class HostFuncCommand final : public Command {
  public:
   HostFuncCommand(maiaHostFn_t fn, void* user_data) : fn_(fn), user_data_(user_data) {}
   void runChunk(int64_t) override { fn_(user_data_); }
+  int activityKind() const override { return maiaActivityHostFunction; }
   std::string describe() const override { return "host function"; }
 
  private:

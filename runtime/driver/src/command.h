@@ -14,11 +14,15 @@
 namespace maia::driver {
 
 class Device;
+struct Activity;
+void discardActivity(Activity* activity);  // activity.h
 
 class Command {
  public:
   explicit Command(int64_t chunks = 1) : total_chunks_(chunks) {}
-  virtual ~Command() = default;
+  virtual ~Command() {
+    if (activity_ != nullptr) discardActivity(activity_);
+  }
 
   Command(const Command&) = delete;
   Command& operator=(const Command&) = delete;
@@ -35,6 +39,18 @@ class Command {
   virtual bool skippedOnFault() const { return true; }
   /// Names the command in error messages.
   virtual std::string describe() const = 0;
+
+  /// What a profiler records it as (a maiaActivityKind); 0: not recorded.
+  virtual int activityKind() const { return 0; }
+  /// The record's name (a kernel's symbol); null: the kind's name.
+  virtual const char* activityName() const { return nullptr; }
+  /// Bytes a copy or fill writes.
+  virtual uint64_t activityBytes() const { return 0; }
+
+  /// The profiler record being filled in, or null: set at enqueue only
+  /// while a profiler is active (activity.h).
+  Activity* activity() const { return activity_; }
+  void setActivity(Activity* activity) { activity_ = activity; }
 
   int64_t totalChunks() const { return total_chunks_; }
 
@@ -58,6 +74,7 @@ class Command {
 
  private:
   int64_t total_chunks_;
+  Activity* activity_ = nullptr;
   std::atomic<int64_t> next_chunk_{0};
   std::atomic<int64_t> done_chunks_{0};
 };

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "activity.h"
 #include "device.h"
 #include "host_memory.h"
 #include "scheduler.h"
@@ -33,9 +34,9 @@ std::pair<size_t, size_t> chunkRange(size_t bytes, int64_t index, int64_t count)
 
 class CopyCommand final : public Command {
  public:
-  CopyCommand(void* dst, const void* src, size_t bytes)
+  CopyCommand(void* dst, const void* src, size_t bytes, maiaActivityKind kind)
       : Command(chunksFor(bytes)), dst_(static_cast<char*>(dst)),
-        src_(static_cast<const char*>(src)), bytes_(bytes) {}
+        src_(static_cast<const char*>(src)), bytes_(bytes), kind_(kind) {}
   void runChunk(int64_t index) override {
     auto [begin, end] = chunkRange(bytes_, index, totalChunks());
     std::memcpy(dst_ + begin, src_ + begin, end - begin);
@@ -43,11 +44,14 @@ class CopyCommand final : public Command {
   std::string describe() const override {
     return "copy of " + std::to_string(bytes_) + " bytes";
   }
+  int activityKind() const override { return kind_; }
+  uint64_t activityBytes() const override { return bytes_; }
 
  private:
   char* dst_;
   const char* src_;
   size_t bytes_;
+  maiaActivityKind kind_;  // the direction, for profiler records
 };
 
 class MemsetCommand final : public Command {
@@ -62,6 +66,8 @@ class MemsetCommand final : public Command {
   std::string describe() const override {
     return "memset of " + std::to_string(bytes_) + " bytes";
   }
+  int activityKind() const override { return maiaActivityMemset; }
+  uint64_t activityBytes() const override { return bytes_; }
 
  private:
   char* dst_;
@@ -91,6 +97,9 @@ class PatternCommand final : public Command {
   std::string describe() const override {
     return "pattern fill of " + std::to_string(count_) + " elements";
   }
+  int activityKind() const override { return maiaActivityMemset; }
+  const char* activityName() const override { return "Fill"; }
+  uint64_t activityBytes() const override { return pattern_bytes_ * count_; }
 
  private:
   template <typename T>
@@ -213,12 +222,19 @@ Status copyMemory(void* dst, const void* src, size_t bytes, maiaMemcpyKind kind,
     Stream* target = stream != nullptr ? stream : device->defaultStream();
     MAIA_RETURN_IF_ERROR(device->stickyError());
     if (target->idle()) {
+      const bool profiled = activityEnabled();
+      const int64_t start = profiled ? activityClockNs() : 0;
       std::memcpy(to.address, from.address, bytes);
+      if (profiled) [[unlikely]]
+        recordHostRunActivity(copyActivityKind(to.device != nullptr, from.device != nullptr),
+                              nullptr, device->index(), target->id, bytes, start);
       return {};
     }
   }
-  return submit(std::make_unique<CopyCommand>(to.address, from.address, bytes), stream, device,
-                wait);
+  const maiaActivityKind direction =
+      copyActivityKind(to.device != nullptr, from.device != nullptr);
+  return submit(std::make_unique<CopyCommand>(to.address, from.address, bytes, direction), stream,
+                device, wait);
 }
 
 Status setMemory(void* device_ptr, int value, size_t bytes, Stream* stream, bool synchronous) {

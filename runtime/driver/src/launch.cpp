@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstring>
 
+#include "activity.h"
 #include "device.h"
 #include "fault.h"
 #include "module.h"
@@ -70,6 +71,9 @@ class KernelCommand final : public Command, public PooledAllocation<KernelComman
       }
     }
   }
+
+  int activityKind() const override { return maiaActivityKernel; }
+  const char* activityName() const override { return kernel_->name.c_str(); }
 
   std::string describe() const override {
     return "kernel '" + kernel_->name + "' of " + module_->origin() + " at program id (" +

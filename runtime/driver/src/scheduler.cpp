@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "activity.h"
 #include "device.h"
 #include "fault.h"
 
@@ -113,6 +114,8 @@ void Scheduler::runClaim(Claim claim) {
   Device* device = claim.stream->device;
   const int64_t total = command->totalChunks();
   int64_t chunk = claim.chunk;
+  if (Activity* activity = command->activity()) [[unlikely]]
+    activityChunkStarted(activity);
   while (true) {
     if (!(device->faulted() && command->skippedOnFault())) {
       std::string fault;
@@ -137,6 +140,10 @@ void Scheduler::completeHead(Stream* stream, Command* command) {
   // The stream is done with the command before anyone can observe its
   // effect (an event's completion): a host that synchronized an event may
   // destroy the stream at once. Nothing touches the stream after this.
+  if (Activity* activity = command->activity()) [[unlikely]] {
+    command->setActivity(nullptr);
+    endActivity(activity);  // before the pop: a waiting host may flush at once
+  }
   const bool parallel_next = stream->commands.popHead();
   command->finish();
   delete command;

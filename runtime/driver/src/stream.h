@@ -22,6 +22,9 @@ struct maiaStream {
   maia::driver::Device* const device;
   const int priority;
   const bool is_default;
+  /// Names the stream in profiler records: 0 for a default stream, others
+  /// numbered from 1 in creation order (handles are addresses, reused).
+  uint64_t id = 0;
 
   /// The commands queued and not yet completed, with the sequence numbers
   /// enqueued/completed; closed when the stream is destroyed.
