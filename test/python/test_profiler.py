@@ -271,6 +271,20 @@ class TestDriverActivityApi:
         assert download.bytes == 4 << 16 and download.correlation_id == 0
         assert waiting_records(lib) == 0
 
+    def test_a_new_session_drops_ids_left_by_an_earlier_one(self):
+        lib = driver()
+        x = torch.ones(1 << 10, device="maia")
+        lib.maiaProfilerPushCorrelationId(ctypes.c_uint64(77))  # never popped
+        assert lib.maiaProfilerStart() == 0
+        try:
+            x + 1
+            torch.maia.synchronize()
+        finally:
+            assert lib.maiaProfilerStop() == 0
+        records = flush(lib)
+        assert records and all(r.correlation_id == 0 for r in records)
+        assert lib.maiaProfilerPopCorrelationId(None) == 1  # 77 went with its session
+
     def test_pop_without_push_is_an_error(self):
         assert driver().maiaProfilerPopCorrelationId(None) == 1  # maiaErrorInvalidValue
 

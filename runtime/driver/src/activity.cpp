@@ -28,18 +28,36 @@ namespace {
 
 constexpr size_t kDefaultMaxRecords = size_t{1} << 20;
 
+/// Bumped by every maiaProfilerStart: a thread's correlation stack from an
+/// earlier session is discarded at its next use. A profiler that stopped
+/// while an operator was running never pops its id, and that id must not
+/// tag the work of later sessions.
+std::atomic<uint64_t> g_session{0};
+
 /// The correlation ids of this host thread. Deeper pushes than kDepth are
 /// counted, not stored: their work is attributed to the deepest one kept.
 struct CorrelationStack {
   static constexpr int kDepth = 64;
   uint64_t ids[kDepth];
   int depth = 0;
+  uint64_t session = 0;
 };
 thread_local CorrelationStack t_correlation;
 
+CorrelationStack& correlationStack() {
+  CorrelationStack& stack = t_correlation;
+  const uint64_t session = g_session.load(std::memory_order_relaxed);
+  if (stack.session != session) {
+    stack.session = session;
+    stack.depth = 0;
+  }
+  return stack;
+}
+
 uint64_t currentCorrelationId() {
-  const int depth = std::min(t_correlation.depth, CorrelationStack::kDepth);
-  return depth == 0 ? 0 : t_correlation.ids[depth - 1];
+  const CorrelationStack& stack = correlationStack();
+  const int depth = std::min(stack.depth, CorrelationStack::kDepth);
+  return depth == 0 ? 0 : stack.ids[depth - 1];
 }
 
 uint64_t hostThreadId() {
@@ -184,6 +202,7 @@ maiaError_t maiaProfilerStart(void) {
   b.dropped = 0;
   b.max_records = maxRecordsFromEnvironment();
   b.active = true;
+  g_session.fetch_add(1, std::memory_order_relaxed);
   g_activity_enabled.store(true, std::memory_order_relaxed);
   return maiaSuccess;
 }
@@ -226,14 +245,14 @@ maiaError_t maiaProfilerGetTimestamp(int64_t* out_ns) {
 }
 
 maiaError_t maiaProfilerPushCorrelationId(uint64_t id) {
-  CorrelationStack& stack = t_correlation;
+  CorrelationStack& stack = correlationStack();
   if (stack.depth < CorrelationStack::kDepth) stack.ids[stack.depth] = id;
   ++stack.depth;
   return maiaSuccess;
 }
 
 maiaError_t maiaProfilerPopCorrelationId(uint64_t* out_id) {
-  CorrelationStack& stack = t_correlation;
+  CorrelationStack& stack = correlationStack();
   if (stack.depth == 0)
     return report(makeError(maiaErrorInvalidValue,
                             "maiaProfilerPopCorrelationId: this thread has no correlation id"));

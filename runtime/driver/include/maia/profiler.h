@@ -18,7 +18,9 @@
  * maiaProfilerPushCorrelationId (e.g. the id a framework gave the operator
  * being run); every command that thread enqueues until the matching pop
  * carries the innermost id. Ids are per host thread, like the current
- * device.
+ * device. maiaProfilerStart empties every thread's stack (at the thread's
+ * next push, pop or enqueue), so ids left by an earlier session never tag
+ * later work.
  */
 #ifndef MAIA_PROFILER_H
 #define MAIA_PROFILER_H
