@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -213,6 +214,40 @@ TEST(IpcTest, AStreamWaitsForAnEventRecordedInAnotherProcess) {
   EXPECT_TRUE(child.join());
   MAIA_ASSERT_OK(maiaEventDestroy(event));
   MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+TEST(IpcTest, WithoutPtraceAccessTheFilesComeFromTheExportersServer) {
+  // A process that changed its user is not dumpable: without
+  // CAP_SYS_PTRACE, which a non-root user lacks, its peers cannot take its
+  // files with pidfd_getfd (as under Yama ptrace_scope 1 between ranks).
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to become an unprivileged user";
+  ASSERT_EQ(setgid(65534), 0);
+  ASSERT_EQ(setuid(65534), 0);
+  const pid_t exporter = getpid();
+  Peer child([exporter](Peer& parent) {
+    auto handle = parent.receive<maiaIpcMemHandle_t>();
+    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, exporter, 0));
+    ASSERT_GE(pidfd, 0);
+    EXPECT_EQ(syscall(SYS_pidfd_getfd, pidfd, 0, 0), -1);  // the fallback's premise
+    EXPECT_EQ(errno, EPERM);
+    close(pidfd);
+    void* shared = nullptr;
+    MAIA_ASSERT_OK(maiaIpcOpenMemHandle(&shared, handle, 0));
+    EXPECT_EQ(download(shared, kCount), iota(kCount, 7));
+    upload(shared, iota(kCount, 8));
+    MAIA_ASSERT_OK(maiaIpcCloseMemHandle(shared));
+    parent.send(kDone);
+  });
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
+  upload(d, iota(kCount, 7));
+  maiaIpcMemHandle_t handle;
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
+  child.send(handle);
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  EXPECT_EQ(download(d, kCount), iota(kCount, 8));
+  EXPECT_TRUE(child.join());
   MAIA_ASSERT_OK(maiaFree(d));
 }
 

@@ -13,6 +13,9 @@
 #include <random>
 #include <string>
 
+#include "device.h"
+#include "ipc_fd_server.h"
+
 namespace maia::driver::ipc {
 namespace {
 
@@ -59,6 +62,17 @@ Status Table::get(Table** out) {
   for (uint32_t i = kMemorySlots; i-- > 0;) created->free_memory_.push_back(i);
   for (uint32_t i = kEventSlots; i-- > 0;) created->free_events_.push_back(i);
   table = created.release();
+  // For importers without ptrace access to us (see ipc_fd_server.h). If it
+  // cannot start, they get an error naming the server; the others do not
+  // need it.
+  const int table_fd = table->fd_;
+  (void)startFdServer(instance, [table_fd](int fd) {
+    if (fd == table_fd) return true;
+    Device* device = nullptr;
+    for (int i = 0; i < deviceCount(); ++i)
+      if (deviceAt(i, &device).ok() && device->arena().fd() == fd) return true;
+    return false;
+  });
   *out = table;
   return {};
 }
@@ -131,6 +145,7 @@ Status Peer::link(pid_t pid, uint64_t instance, int table_fd, const char* what,
   }
   auto peer = std::make_shared<Peer>();
   peer->pid_ = pid;
+  peer->instance_ = instance;
   peer->pidfd_ = pidfdOpen(pid);
   if (peer->pidfd_ < 0) {
     if (errno == ESRCH) return Status(maiaErrorPeerExited, exitedMessage(what, pid));
@@ -164,14 +179,13 @@ Status Peer::takeFile(int fd, const char* name, size_t min_size, const char* wha
   if (taken < 0) {
     const int error = errno;
     if (error == ESRCH || !alive()) return Status(maiaErrorPeerExited, exitedMessage(what, pid_));
-    if (error == EPERM)
-      return makeError(maiaErrorInvalidValue, what,
-                       ": not permitted to take a file of process ", pid_,
-                       " (pidfd_getfd needs ptrace access to it: the same user and Yama "
-                       "ptrace_scope 0, or CAP_SYS_PTRACE)");
-    return makeError(maiaErrorInvalidHandle, what, ": process ", pid_,
-                     " has no file descriptor ", fd,
-                     " (the IPC handle is damaged or its pid was reused): ", std::strerror(error));
+    if (error != EPERM && error != EACCES)
+      return makeError(maiaErrorInvalidHandle, what, ": process ", pid_,
+                       " has no file descriptor ", fd,
+                       " (the IPC handle is damaged or its pid was reused): ",
+                       std::strerror(error));
+    // No ptrace access to the exporter: ask its file server instead.
+    MAIA_RETURN_IF_ERROR(requestFd(pid_, instance_, fd, what, &taken));
   }
   // The fd number came from the handle: make sure it is what it claims.
   char link[128] = {};

@@ -89,13 +89,15 @@ class Peer {
   int pidfd() const { return pidfd_; }
   /// False once the process exited (its pidfd became readable).
   bool alive() const;
-  /// A copy of the peer's file descriptor fd, checked to be a memfd named
-  /// name and that holds at least min_size bytes.
+  /// A copy of the peer's file descriptor fd (pidfd_getfd, or the peer's
+  /// file server where ptrace access is refused), checked to be a memfd
+  /// named name and that holds at least min_size bytes.
   Status takeFile(int fd, const char* name, size_t min_size, const char* what,
                   int* out_fd) const;
 
  private:
   pid_t pid_ = 0;
+  uint64_t instance_ = 0;
   int pidfd_ = -1;
   TableLayout* table_ = nullptr;
 };
