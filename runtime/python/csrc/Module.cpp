@@ -17,6 +17,7 @@
 #include "UserKernels.h"
 #include "WorkSplit.h"
 #include "ops/Fallback.h"
+#include "python/Bindings.h"
 
 namespace py = pybind11;
 
@@ -84,6 +85,7 @@ void launchCompiled(const CompiledKernel& kernel, py::tuple grid, py::args args)
 PYBIND11_MODULE(_C, m) {
   using namespace torch_maia;
   m.doc() = "maia runtime bindings (use torch.maia)";
+  distributed::initDistributedBindings(m);
   m.def("_device_count", [] { return static_cast<int>(deviceCount()); });
   m.def("_current_device", [] { return static_cast<int>(currentDevice()); });
   m.def("_set_device", [](int index) { setDevice(static_cast<c10::DeviceIndex>(index)); });

@@ -44,4 +44,14 @@ def _register_dynamo_interface() -> None:
 _on_import.after_import("torch._dynamo.device_interface", _register_dynamo_interface)
 
 
+def _register_distributed_backend() -> None:
+    from . import distributed
+
+    distributed.register()
+
+
+# The "maia" c10d backend (torch_maia/distributed.py), once torch.distributed is imported.
+_on_import.after_import("torch.distributed", _register_distributed_backend)
+
+
 __all__ = ["maia"]

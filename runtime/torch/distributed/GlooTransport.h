@@ -1,0 +1,55 @@
+// The transport through the host: pinned staging buffers and ProcessGroupGloo.
+//
+// Per launch, on the communication stream: device-to-host copies into pinned
+// memory from maia's host allocator, then one host function that issues the
+// launch's Gloo operations on those buffers and waits for them, then the
+// host-to-device copies. The host function occupies one driver core while
+// the exchange runs (as an NCCL kernel occupies SMs); see docs/distributed.md
+// for why it is a host function rather than a progress thread.
+#pragma once
+
+#include "Transport.h"
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+namespace torch_maia::distributed {
+
+/// Tears the process down when an exchange fails (NCCL's default), unless
+/// MAIA_DIST_ASYNC_ERROR_HANDLING=0: then the error is kept and raised by the
+/// next wait, barrier or collective of the group.
+bool abortOnAsyncError();
+
+class GlooTransport final : public Transport {
+ public:
+  explicit GlooTransport(c10::intrusive_ptr<c10d::Backend> gloo);
+
+  const char* name() const override { return "gloo"; }
+  const c10::intrusive_ptr<c10d::Backend>& gloo() const { return gloo_; }
+
+  void allreduce(Launch& launch, const at::Tensor& buffer, c10d::ReduceOp::RedOpType op) override;
+  void broadcast(Launch& launch, const at::Tensor& buffer, int root) override;
+  void reduce(Launch& launch, const at::Tensor& buffer, int root,
+              c10d::ReduceOp::RedOpType op) override;
+  void allgather(Launch& launch, const at::Tensor& input, const at::Tensor& output) override;
+  void gather(Launch& launch, const at::Tensor& input, const at::Tensor& output,
+              int root) override;
+  void scatter(Launch& launch, const at::Tensor& input, const at::Tensor& output,
+               int root) override;
+  void reduceScatter(Launch& launch, const at::Tensor& input, const at::Tensor& output,
+                     c10d::ReduceOp::RedOpType op) override;
+  void alltoall(Launch& launch, const at::Tensor& input, const at::Tensor& output,
+                std::vector<int64_t> input_split_bytes,
+                std::vector<int64_t> output_split_bytes) override;
+  void send(Launch& launch, const at::Tensor& buffer, int peer, int tag) override;
+  void recv(Launch& launch, const at::Tensor& buffer, int peer, int tag) override;
+  void barrier(Launch& launch) override;
+  void exchange(Launch& launch) override;
+
+ private:
+  int rank() const { return gloo_->getRank(); }
+  int size() const { return gloo_->getSize(); }
+
+  c10::intrusive_ptr<c10d::Backend> gloo_;
+};
+
+}  // namespace torch_maia::distributed

@@ -1,0 +1,781 @@
+#include "MaiaBackend.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/StreamGuard.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include <array>
+#include <mutex>
+#include <numeric>
+#include <optional>
+
+#include "MaiaCachingAllocator.h"
+#include "MaiaCheck.h"
+#include "MaiaStream.h"
+
+namespace torch_maia::distributed {
+namespace {
+
+using c10d::OpType;
+using c10d::ReduceOp;
+
+constexpr int kMaxDevices = 16;
+
+/// The device's communication stream: one per device for the whole process
+/// (see MaiaBackend.h), from the high-priority pool like NCCL's streams from
+/// CUDA's pool, so a core that frees up serves a collective its peers wait
+/// for before queued compute.
+c10::Stream commStream(c10::DeviceIndex device) {
+  static std::mutex mutex;
+  static std::array<std::optional<c10::Stream>, kMaxDevices> streams;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& stream = streams.at(device);
+  if (!stream) stream = streamFromPool(/*high_priority=*/true, device);
+  return *stream;
+}
+
+/// Makes stream wait for the work queued so far on the caller's current
+/// stream of device.
+void orderAfterCaller(c10::DeviceIndex device, const c10::Stream& stream) {
+  maiaStream_t caller = currentDriverStream(device);
+  maiaStream_t comm = driverStream(stream);
+  if (caller == comm) return;
+  maiaEvent_t ready = nullptr;
+  MAIA_CHECK(maiaEventCreate(&ready, maiaEventDisableTiming));
+  maiaError_t error = maiaEventRecord(ready, caller);
+  if (error == maiaSuccess) error = maiaStreamWaitEvent(comm, ready);
+  (void)maiaEventDestroy(ready);  // the queued record and wait keep what they need
+  MAIA_CHECK(error);
+}
+
+bool isMaiaDtype(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kHalf: case at::kBFloat16: case at::kFloat: case at::kDouble: case at::kBool:
+    case at::kByte: case at::kChar: case at::kShort: case at::kInt: case at::kLong:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/// Checks that t can take part in collective; the first tensor sets *device.
+void checkTensor(const at::Tensor& t, const char* collective, c10::DeviceIndex* device) {
+  TORCH_CHECK(t.defined(), "maia c10d: ", collective, " got an undefined tensor");
+  TORCH_CHECK(t.device().type() == c10::DeviceType::PrivateUse1, "maia c10d: ", collective,
+              " got a tensor on ", t.device(),
+              "; the maia backend takes maia tensors (CPU tensors go to gloo, e.g. "
+              "init_process_group(backend=\"cpu:gloo,maia:maia\"))");
+  TORCH_CHECK(t.layout() == c10::kStrided, "maia c10d: ", collective,
+              " takes strided (dense) tensors, got layout ", t.layout());
+  TORCH_CHECK_TYPE(isMaiaDtype(t.scalar_type()), "maia c10d: ", collective,
+                   " does not support dtype ", t.scalar_type(),
+                   " (maia tensors are float16, bfloat16, float32, float64, bool, uint8, int8, "
+                   "int16, int32 or int64)");
+  if (*device < 0) {
+    *device = t.device().index();
+    return;
+  }
+  TORCH_CHECK(t.device().index() == *device, "maia c10d: ", collective, " got tensors on maia:",
+              static_cast<int>(*device), " and maia:", static_cast<int>(t.device().index()),
+              "; one call takes the tensors of one device");
+}
+
+c10::DeviceIndex checkTensors(std::initializer_list<const std::vector<at::Tensor>*> lists,
+                              const char* collective, c10::DeviceIndex device = -1) {
+  for (const auto* list : lists)
+    for (const auto& t : *list) checkTensor(t, collective, &device);
+  TORCH_CHECK(device >= 0, "maia c10d: ", collective, " got no tensor");
+  return device;
+}
+
+void checkSameDtype(const at::Tensor& a, const at::Tensor& b, const char* collective) {
+  TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), "maia c10d: ", collective,
+                   " needs one dtype, got ", a.scalar_type(), " and ", b.scalar_type());
+}
+
+/// The dtype a reduction travels and reduces in: float16/bfloat16 in float32
+/// (so sums do not round at every rank), bool as uint8, int16 as int32
+/// (wrapping back to int16 gives int16's own results).
+at::ScalarType wireDtype(at::ScalarType dtype) {
+  switch (dtype) {
+    case at::kHalf: case at::kBFloat16: return at::kFloat;
+    case at::kBool: return at::kByte;
+    case at::kShort: return at::kInt;
+    default: return dtype;
+  }
+}
+
+const char* opName(const ReduceOp& op) {
+  switch (op.op_) {
+    case ReduceOp::SUM: return "SUM";
+    case ReduceOp::AVG: return "AVG";
+    case ReduceOp::PRODUCT: return "PRODUCT";
+    case ReduceOp::MIN: return "MIN";
+    case ReduceOp::MAX: return "MAX";
+    case ReduceOp::BAND: return "BAND";
+    case ReduceOp::BOR: return "BOR";
+    case ReduceOp::BXOR: return "BXOR";
+    case ReduceOp::PREMUL_SUM: return "PREMUL_SUM";
+    default: return "UNUSED";
+  }
+}
+
+/// The op the transport applies for op on dtype (after the backend's own
+/// steps: AVG divides, PREMUL_SUM multiplies first); checks the pair.
+ReduceOp::RedOpType wireOp(const ReduceOp& op, at::ScalarType dtype, const char* collective) {
+  bool is_bool = dtype == at::kBool;
+  switch (op.op_) {
+    case ReduceOp::SUM:
+      return is_bool ? ReduceOp::MAX : ReduceOp::SUM;  // a logical or, as on CUDA
+    case ReduceOp::AVG:
+      TORCH_CHECK_TYPE(!is_bool, "maia c10d: ", collective, " with ReduceOp.AVG on bool tensors");
+      return ReduceOp::SUM;
+    case ReduceOp::PREMUL_SUM:
+      TORCH_CHECK_TYPE(at::isFloatingType(dtype), "maia c10d: ", collective,
+                       " with ReduceOp.PREMUL_SUM needs floating tensors, got ", dtype);
+      return ReduceOp::SUM;
+    case ReduceOp::PRODUCT:
+      return is_bool ? ReduceOp::MIN : ReduceOp::PRODUCT;
+    case ReduceOp::MIN:
+    case ReduceOp::MAX:
+      return op.op_;
+    case ReduceOp::BAND:
+    case ReduceOp::BOR:
+    case ReduceOp::BXOR:
+      TORCH_CHECK_TYPE(at::isIntegralType(dtype, /*includeBool=*/true), "maia c10d: ", collective,
+                       " with ReduceOp.", opName(op), " needs integer or bool tensors, got ",
+                       dtype);
+      return op.op_;
+    default:
+      TORCH_CHECK(false, "maia c10d: ", collective, " does not support ReduceOp.", opName(op));
+  }
+}
+
+/// The reduction's input: t itself, flat, when it is already what the
+/// transport takes and may be overwritten (in-place collectives); otherwise
+/// a converted copy, premultiplied for PREMUL_SUM. Runs on the current
+/// (communication) stream.
+at::Tensor reductionInput(const at::Tensor& t, const ReduceOp& op, bool may_alias) {
+  at::ScalarType wire = wireDtype(t.scalar_type());
+  bool premul = op.op_ == ReduceOp::PREMUL_SUM;
+  if (may_alias && !premul && t.scalar_type() == wire && t.is_contiguous()) return t.view({-1});
+  at::Tensor flat = at::empty({t.numel()}, t.options().dtype(wire));
+  flat.view(t.sizes()).copy_(t);
+  if (premul) {
+    auto* factor = dynamic_cast<c10d::PreMulSumSupplement*>(op.supplement_.get());
+    TORCH_CHECK(factor != nullptr, "maia c10d: ReduceOp.PREMUL_SUM without its factor");
+    if (factor->tensor_factor.defined())
+      flat.mul_(factor->tensor_factor.to(flat.options()));
+    else
+      flat.mul_(factor->double_factor);
+  }
+  return flat;
+}
+
+/// Where a reduction's result lands for t: t itself when it can, else a temporary.
+at::Tensor reductionOutput(const at::Tensor& t) {
+  at::ScalarType wire = wireDtype(t.scalar_type());
+  if (t.scalar_type() == wire && t.is_contiguous()) return t.view({-1});
+  return at::empty({t.numel()}, t.options().dtype(wire));
+}
+
+/// After the exchange: AVG's division, then the copy into t unless flat is t.
+void finishReduction(Launch& launch, const at::Tensor& t, const at::Tensor& flat,
+                     const ReduceOp& op, int size) {
+  bool average = op.op_ == ReduceOp::AVG;
+  bool alias = flat.is_alias_of(t);
+  if (alias && !average) return;
+  launch.after.push_back([t, flat, average, alias, size] {
+    if (average) {
+      if (at::isFloatingType(flat.scalar_type()))
+        flat.div_(size);
+      else
+        flat.div_(size, "trunc");
+    }
+    if (!alias) t.copy_(flat.view(t.sizes()));
+  });
+}
+
+/// t as a flat buffer to send: itself when contiguous, else a contiguous copy.
+at::Tensor sendBuffer(const at::Tensor& t) {
+  return t.is_contiguous() ? t.view({-1}) : t.contiguous().view({-1});
+}
+
+/// A flat buffer to receive t's elements: t itself when contiguous.
+at::Tensor recvBuffer(const at::Tensor& t) {
+  return t.is_contiguous() ? t.view({-1}) : at::empty({t.numel()}, t.options());
+}
+
+/// After the exchange, copies flat into t unless flat is t.
+void copyBack(Launch& launch, const at::Tensor& t, const at::Tensor& flat) {
+  if (flat.is_alias_of(t)) return;
+  launch.after.push_back([t, flat] { t.copy_(flat.view(t.sizes())); });
+}
+
+/// After the exchange, copies slice i of flat into targets[i].
+void copyBackSlices(Launch& launch, const std::vector<at::Tensor>& targets,
+                    const at::Tensor& flat) {
+  launch.after.push_back([targets, flat] {
+    int64_t offset = 0;
+    for (const auto& t : targets) {
+      t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+      offset += t.numel();
+    }
+  });
+}
+
+/// One flat buffer of the tensors, back to back.
+at::Tensor concat(const std::vector<at::Tensor>& tensors) {
+  std::vector<at::Tensor> flats;
+  flats.reserve(tensors.size());
+  for (const auto& t : tensors) flats.push_back(t.reshape({-1}));
+  return at::cat(flats);
+}
+
+void keepAlive(const at::Tensor& t, const c10::Stream& stream) {
+  const c10::DataPtr& data = t.storage().data_ptr();
+  if (data.get() != nullptr) getMaiaCachingAllocator()->recordStream(data, stream);
+}
+
+}  // namespace
+
+struct MaiaBackend::Pending {
+  Launch launch;
+  std::shared_ptr<LaunchEnd> end;
+  Transport* transport = nullptr;
+  std::vector<c10::intrusive_ptr<MaiaWork>> works;
+};
+
+/// One collective call: orders the communication stream after the caller's
+/// stream, makes it current while the call enqueues, and ends with the Work.
+class MaiaBackend::Call {
+ public:
+  Call(MaiaBackend& backend, OpType op, c10::DeviceIndex device) : backend_(backend), op_(op) {
+    backend.throwIfFailed(op);
+    if (backend.coalescing_) {
+      if (!backend.group_) backend.group_ = backend.newPending(OpType::COALESCED, device);
+      pending_ = backend.group_.get();
+      TORCH_CHECK(pending_->launch.device == device,
+                  "maia c10d: a coalescing group takes the tensors of one device; it has maia:",
+                  static_cast<int>(pending_->launch.device), ", this ",
+                  c10d::opTypeToString(op), " maia:", static_cast<int>(device));
+    } else {
+      owned_ = backend.newPending(op, device);
+      pending_ = owned_.get();
+    }
+    orderAfterCaller(device, pending_->launch.stream);
+    guard_.emplace(pending_->launch.stream);
+  }
+
+  Launch& launch() { return pending_->launch; }
+  Transport& transport() { return *pending_->transport; }
+  int rank() const { return backend_.getRank(); }
+  int size() const { return backend_.getSize(); }
+
+  /// Keeps the callers' tensors' memory from reuse until the stream is past them.
+  void keep(const std::vector<at::Tensor>& tensors) {
+    for (const auto& t : tensors) keepAlive(t, pending_->launch.stream);
+  }
+
+  c10::intrusive_ptr<c10d::Work> finish(std::vector<at::Tensor> outputs, bool blocking = false) {
+    keep(outputs);
+    auto work = c10::make_intrusive<MaiaWork>(rank(), op_, pending_->launch.seq, pending_->end,
+                                              std::move(outputs), blocking);
+    pending_->works.push_back(work);
+    if (owned_) backend_.flush(*owned_);
+    return work;
+  }
+
+ private:
+  MaiaBackend& backend_;
+  OpType op_;
+  std::unique_ptr<Pending> owned_;
+  Pending* pending_ = nullptr;
+  std::optional<c10::StreamGuard> guard_;
+};
+
+MaiaBackend::MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo, std::chrono::milliseconds timeout,
+                         std::string group_name)
+    : c10d::Backend(gloo->getRank(), gloo->getSize()),
+      gloo_(gloo),
+      gloo_transport_(std::move(gloo)),
+      timeout_(timeout),
+      group_name_(std::move(group_name)) {}
+
+MaiaBackend::~MaiaBackend() = default;
+
+void MaiaBackend::setGroupUid(const std::string& pg_uid) {
+  c10d::Backend::setGroupUid(pg_uid);
+  group_name_ = pg_uid;
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> MaiaBackend::getBackendOptions() {
+  auto options = c10::make_intrusive<Options>("maia", timeout_);
+  options->group_name = group_name_;
+  return options;
+}
+
+Transport& MaiaBackend::transportFor(OpType /*op*/) { return gloo_transport_; }
+
+std::unique_ptr<MaiaBackend::Pending> MaiaBackend::newPending(OpType op, c10::DeviceIndex device) {
+  auto pending = std::make_unique<Pending>();
+  Launch& launch = pending->launch;
+  launch.device = device;
+  launch.stream = commStream(device);
+  launch.op = op;
+  launch.seq = ++seq_;
+  launch.label = c10::str(c10d::opTypeToString(op), " (sequence number ", launch.seq,
+                          ") of process group '", group_name_, "' on rank ", getRank(), " of ",
+                          getSize());
+  launch.timeout = timeout_;
+  launch.status = std::make_shared<LaunchStatus>(group_status_);
+  pending->end = std::make_shared<LaunchEnd>(device, launch.status);
+  pending->transport = &transportFor(op);
+  return pending;
+}
+
+void MaiaBackend::flush(Pending& pending) {
+  Launch& launch = pending.launch;
+  c10::StreamGuard guard(launch.stream);
+  pending.transport->exchange(launch);
+  for (auto& step : launch.after) step();
+  launch.after.clear();
+  MAIA_CHECK(maiaEventRecord(pending.end->event, driverStream(launch.stream)));
+  pending.end->recorded.store(true, std::memory_order_release);
+  // Completed now, in stream order: the future records an event on the
+  // (current) communication stream, and whoever waits on it or reads its
+  // value has its own stream wait for that event, as with NCCL's futures.
+  for (auto& work : pending.works) work->future()->markCompleted(c10::IValue(work->outputs()));
+  for (auto& release : launch.release) release();
+  launch.release.clear();
+}
+
+void MaiaBackend::throwIfFailed(OpType op) const {
+  if (!group_status_->failed()) return;
+  C10_THROW_ERROR(DistBackendError,
+                  c10::str("maia c10d: cannot run ", c10d::opTypeToString(op),
+                           ": an earlier collective of this process group failed: ",
+                           group_status_->message()));
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::broadcast(std::vector<at::Tensor>& tensors,
+                                                      const c10d::BroadcastOptions& opts) {
+  auto device = checkTensors({&tensors}, "broadcast");
+  Call call(*this, OpType::BROADCAST, device);
+  call.keep(tensors);
+  for (const auto& t : tensors) {
+    bool root = getRank() == opts.rootRank;
+    at::Tensor flat = root ? sendBuffer(t) : recvBuffer(t);
+    call.transport().broadcast(call.launch(), flat, static_cast<int>(opts.rootRank));
+    if (!root) copyBack(call.launch(), t, flat);
+  }
+  return call.finish(tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduce(std::vector<at::Tensor>& tensors,
+                                                      const c10d::AllreduceOptions& opts) {
+  auto device = checkTensors({&tensors}, "allreduce");
+  Call call(*this, OpType::ALLREDUCE, device);
+  for (const auto& t : tensors) {
+    auto op = wireOp(opts.reduceOp, t.scalar_type(), "allreduce");
+    at::Tensor flat = reductionInput(t, opts.reduceOp, /*may_alias=*/true);
+    call.transport().allreduce(call.launch(), flat, op);
+    finishReduction(call.launch(), t, flat, opts.reduceOp, getSize());
+  }
+  return call.finish(tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  // One launch: the exchanges of all tensors run in one host function.
+  auto device = checkTensors({&tensors}, "allreduce_coalesced");
+  Call call(*this, OpType::ALLREDUCE_COALESCED, device);
+  for (const auto& t : tensors) {
+    auto op = wireOp(opts.reduceOp, t.scalar_type(), "allreduce_coalesced");
+    at::Tensor flat = reductionInput(t, opts.reduceOp, /*may_alias=*/true);
+    call.transport().allreduce(call.launch(), flat, op);
+    finishReduction(call.launch(), t, flat, opts.reduceOp, getSize());
+  }
+  return call.finish(tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::reduce(std::vector<at::Tensor>& tensors,
+                                                   const c10d::ReduceOptions& opts) {
+  auto device = checkTensors({&tensors}, "reduce");
+  Call call(*this, OpType::REDUCE, device);
+  call.keep(tensors);
+  bool root = getRank() == opts.rootRank;
+  for (const auto& t : tensors) {
+    auto op = wireOp(opts.reduceOp, t.scalar_type(), "reduce");
+    // Only the root's tensor changes: elsewhere the transport gets a copy.
+    at::Tensor flat = reductionInput(t, opts.reduceOp, /*may_alias=*/root);
+    call.transport().reduce(call.launch(), flat, static_cast<int>(opts.rootRank), op);
+    if (root) finishReduction(call.launch(), t, flat, opts.reduceOp, getSize());
+  }
+  return call.finish(tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                      std::vector<at::Tensor>& inputs,
+                                                      const c10d::AllgatherOptions& /*opts*/) {
+  TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1,
+              "maia c10d: allgather takes one input tensor and one list of outputs");
+  auto device = checkTensors({&inputs, &outputs[0]}, "allgather");
+  const at::Tensor& input = inputs[0];
+  TORCH_CHECK(static_cast<int>(outputs[0].size()) == getSize(), "maia c10d: allgather needs ",
+              getSize(), " output tensors (one per rank), got ", outputs[0].size());
+  for (const auto& out : outputs[0]) {
+    checkSameDtype(input, out, "allgather");
+    TORCH_CHECK(out.numel() == input.numel(), "maia c10d: allgather outputs must have the "
+                "input's ", input.numel(), " elements, got one of ", out.numel());
+  }
+  Call call(*this, OpType::ALLGATHER, device);
+  call.keep(inputs);
+  at::Tensor gathered = at::empty({input.numel() * getSize()}, input.options());
+  call.transport().allgather(call.launch(), sendBuffer(input), gathered);
+  copyBackSlices(call.launch(), outputs[0], gathered);
+  return call.finish(outputs[0]);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                                            const c10d::AllgatherOptions& opts) {
+  std::vector<at::Tensor> outputs{output}, inputs{input};
+  auto device = checkTensors({&inputs, &outputs}, "all_gather_into_tensor");
+  checkSameDtype(input, output, "all_gather_into_tensor");
+  TORCH_CHECK(output.numel() == input.numel() * getSize(),
+              "maia c10d: all_gather_into_tensor needs an output of ", getSize(), " x ",
+              input.numel(), " elements, got ", output.numel());
+  Call call(*this, OpType::_ALLGATHER_BASE, device);
+  call.keep(inputs);
+  at::Tensor flat = recvBuffer(output);
+  call.transport().allgather(call.launch(), sendBuffer(input), flat);
+  copyBack(call.launch(), output, flat);
+  return call.finish(outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK(output_lists.size() == static_cast<size_t>(getSize()),
+              "maia c10d: allgather_coalesced needs one output list per rank");
+  // Each rank's list mirrors the inputs: gather input i into output_lists[r][i].
+  std::vector<at::Tensor> all_outputs;
+  auto device = checkTensors({&inputs}, "allgather_coalesced");
+  for (auto& list : output_lists) {
+    TORCH_CHECK(list.size() == inputs.size(),
+                "maia c10d: allgather_coalesced output lists must mirror the inputs");
+    checkTensors({&list}, "allgather_coalesced", device);
+    all_outputs.insert(all_outputs.end(), list.begin(), list.end());
+  }
+  Call call(*this, OpType::ALLGATHER_COALESCED, device);
+  call.keep(inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    std::vector<at::Tensor> targets;
+    for (auto& list : output_lists) {
+      checkSameDtype(inputs[i], list[i], "allgather_coalesced");
+      TORCH_CHECK(list[i].numel() == inputs[i].numel(),
+                  "maia c10d: allgather_coalesced output sizes must match the inputs");
+      targets.push_back(list[i]);
+    }
+    at::Tensor gathered = at::empty({inputs[i].numel() * getSize()}, inputs[i].options());
+    call.transport().allgather(call.launch(), sendBuffer(inputs[i]), gathered);
+    copyBackSlices(call.launch(), targets, gathered);
+  }
+  return call.finish(all_outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& /*opts*/) {
+  TORCH_CHECK(outputs.size() == inputs.size(), "maia c10d: allgather_into_tensor_coalesced "
+              "needs as many outputs as inputs");
+  auto device = checkTensors({&inputs, &outputs}, "allgather_into_tensor_coalesced");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkSameDtype(inputs[i], outputs[i], "allgather_into_tensor_coalesced");
+    TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * getSize(),
+                "maia c10d: allgather_into_tensor_coalesced output ", i, " needs ", getSize(),
+                " x ", inputs[i].numel(), " elements, got ", outputs[i].numel());
+  }
+  Call call(*this, OpType::COALESCED, device);
+  call.keep(inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    at::Tensor flat = recvBuffer(outputs[i]);
+    call.transport().allgather(call.launch(), sendBuffer(inputs[i]), flat);
+    copyBack(call.launch(), outputs[i], flat);
+  }
+  return call.finish(outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                                   std::vector<at::Tensor>& inputs,
+                                                   const c10d::GatherOptions& opts) {
+  TORCH_CHECK(inputs.size() == 1, "maia c10d: gather takes one input tensor");
+  bool root = getRank() == opts.rootRank;
+  auto device = checkTensors({&inputs}, "gather");
+  const at::Tensor& input = inputs[0];
+  std::vector<at::Tensor> targets;
+  if (root) {
+    TORCH_CHECK(outputs.size() == 1 && static_cast<int>(outputs[0].size()) == getSize(),
+                "maia c10d: gather needs ", getSize(), " output tensors on the root");
+    checkTensors({&outputs[0]}, "gather", device);
+    for (const auto& out : outputs[0]) {
+      checkSameDtype(input, out, "gather");
+      TORCH_CHECK(out.numel() == input.numel(),
+                  "maia c10d: gather outputs must have the input's size");
+    }
+    targets = outputs[0];
+  } else {
+    TORCH_CHECK(outputs.empty() || outputs[0].empty(),
+                "maia c10d: gather takes output tensors only on the root");
+  }
+  Call call(*this, OpType::GATHER, device);
+  call.keep(inputs);
+  at::Tensor gathered =
+      root ? at::empty({input.numel() * getSize()}, input.options()) : at::Tensor();
+  call.transport().gather(call.launch(), sendBuffer(input), gathered,
+                          static_cast<int>(opts.rootRank));
+  if (root) copyBackSlices(call.launch(), targets, gathered);
+  return call.finish(targets);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::scatter(std::vector<at::Tensor>& outputs,
+                                                    std::vector<std::vector<at::Tensor>>& inputs,
+                                                    const c10d::ScatterOptions& opts) {
+  TORCH_CHECK(outputs.size() == 1, "maia c10d: scatter takes one output tensor");
+  bool root = getRank() == opts.rootRank;
+  auto device = checkTensors({&outputs}, "scatter");
+  const at::Tensor& output = outputs[0];
+  if (root) {
+    TORCH_CHECK(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == getSize(),
+                "maia c10d: scatter needs ", getSize(), " input tensors on the root");
+    checkTensors({&inputs[0]}, "scatter", device);
+    for (const auto& in : inputs[0]) {
+      checkSameDtype(in, output, "scatter");
+      TORCH_CHECK(in.numel() == output.numel(),
+                  "maia c10d: scatter inputs must have the output's size");
+    }
+  } else {
+    TORCH_CHECK(inputs.empty() || inputs[0].empty(),
+                "maia c10d: scatter takes input tensors only on the root");
+  }
+  Call call(*this, OpType::SCATTER, device);
+  if (root) call.keep(inputs[0]);
+  at::Tensor source = root ? concat(inputs[0]) : at::Tensor();
+  at::Tensor flat = recvBuffer(output);
+  call.transport().scatter(call.launch(), source, flat, static_cast<int>(opts.rootRank));
+  copyBack(call.launch(), output, flat);
+  return call.finish(outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1,
+              "maia c10d: reduce_scatter takes one output and one list of inputs");
+  auto device = checkTensors({&outputs, &inputs[0]}, "reduce_scatter");
+  const at::Tensor& output = outputs[0];
+  TORCH_CHECK(static_cast<int>(inputs[0].size()) == getSize(), "maia c10d: reduce_scatter needs ",
+              getSize(), " input tensors (one per rank), got ", inputs[0].size());
+  for (const auto& in : inputs[0]) {
+    checkSameDtype(in, output, "reduce_scatter");
+    TORCH_CHECK(in.numel() == output.numel(),
+                "maia c10d: reduce_scatter inputs must have the output's size");
+  }
+  auto op = wireOp(opts.reduceOp, output.scalar_type(), "reduce_scatter");
+  Call call(*this, OpType::REDUCE_SCATTER, device);
+  call.keep(inputs[0]);
+  at::Tensor source = reductionInput(concat(inputs[0]), opts.reduceOp, /*may_alias=*/true);
+  at::Tensor flat = reductionOutput(output);
+  call.transport().reduceScatter(call.launch(), source, flat, op);
+  finishReduction(call.launch(), output, flat, opts.reduceOp, getSize());
+  return call.finish(outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  std::vector<at::Tensor> outputs{output}, inputs{input};
+  auto device = checkTensors({&outputs, &inputs}, "reduce_scatter_tensor");
+  checkSameDtype(input, output, "reduce_scatter_tensor");
+  TORCH_CHECK(input.numel() == output.numel() * getSize(),
+              "maia c10d: reduce_scatter_tensor needs an input of ", getSize(), " x ",
+              output.numel(), " elements, got ", input.numel());
+  auto op = wireOp(opts.reduceOp, output.scalar_type(), "reduce_scatter_tensor");
+  Call call(*this, OpType::_REDUCE_SCATTER_BASE, device);
+  call.keep(inputs);
+  // The input is not the caller's to overwrite: the transport gets a copy
+  // unless it is already in the wire dtype and contiguous (it only reads it).
+  at::Tensor source = reductionInput(input, opts.reduceOp, /*may_alias=*/true);
+  at::Tensor flat = reductionOutput(output);
+  call.transport().reduceScatter(call.launch(), source, flat, op);
+  finishReduction(call.launch(), output, flat, opts.reduceOp, getSize());
+  return call.finish(outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(), "maia c10d: reduce_scatter_tensor_coalesced "
+              "needs as many outputs as inputs");
+  auto device = checkTensors({&outputs, &inputs}, "reduce_scatter_tensor_coalesced");
+  std::vector<ReduceOp::RedOpType> ops;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    checkSameDtype(inputs[i], outputs[i], "reduce_scatter_tensor_coalesced");
+    TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * getSize(),
+                "maia c10d: reduce_scatter_tensor_coalesced input ", i, " needs ", getSize(),
+                " x ", outputs[i].numel(), " elements, got ", inputs[i].numel());
+    ops.push_back(wireOp(opts.reduceOp, outputs[i].scalar_type(),
+                         "reduce_scatter_tensor_coalesced"));
+  }
+  Call call(*this, OpType::COALESCED, device);
+  call.keep(inputs);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    at::Tensor source = reductionInput(inputs[i], opts.reduceOp, /*may_alias=*/true);
+    at::Tensor flat = reductionOutput(outputs[i]);
+    call.transport().reduceScatter(call.launch(), source, flat, ops[i]);
+    finishReduction(call.launch(), outputs[i], flat, opts.reduceOp, getSize());
+  }
+  return call.finish(outputs);
+}
+
+namespace {
+
+/// Bytes per dim-0 row of t.
+int64_t rowBytes(const at::Tensor& t) {
+  int64_t elements = 1;
+  for (int64_t d = 1; d < t.dim(); ++d) elements *= t.size(d);
+  return elements * static_cast<int64_t>(t.element_size());
+}
+
+/// Split sizes in rows (equal when splits is empty) as bytes per peer.
+std::vector<int64_t> splitBytes(const at::Tensor& t, const std::vector<int64_t>& splits, int size,
+                                const char* what) {
+  TORCH_CHECK(t.dim() >= 1, "maia c10d: all_to_all_single needs tensors of at least one "
+              "dimension");
+  std::vector<int64_t> bytes(size);
+  if (splits.empty()) {
+    TORCH_CHECK(t.size(0) % size == 0, "maia c10d: all_to_all_single ", what, " of ", t.size(0),
+                " rows does not split evenly over ", size, " ranks; pass split sizes");
+    for (auto& b : bytes) b = t.size(0) / size * rowBytes(t);
+    return bytes;
+  }
+  TORCH_CHECK(static_cast<int>(splits.size()) == size, "maia c10d: all_to_all_single needs ",
+              size, " ", what, " split sizes, got ", splits.size());
+  int64_t rows = std::accumulate(splits.begin(), splits.end(), int64_t{0});
+  TORCH_CHECK(rows == t.size(0), "maia c10d: all_to_all_single ", what, " split sizes add up to ",
+              rows, " rows, the tensor has ", t.size(0));
+  for (int i = 0; i < size; ++i) {
+    TORCH_CHECK(splits[i] >= 0, "maia c10d: negative split size");
+    bytes[i] = splits[i] * rowBytes(t);
+  }
+  return bytes;
+}
+
+}  // namespace
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                          std::vector<int64_t>& output_split_sizes,
+                                                          std::vector<int64_t>& input_split_sizes,
+                                                          const c10d::AllToAllOptions& /*opts*/) {
+  std::vector<at::Tensor> outputs{output}, inputs{input};
+  auto device = checkTensors({&outputs, &inputs}, "all_to_all_single");
+  checkSameDtype(input, output, "all_to_all_single");
+  auto in_bytes = splitBytes(input, input_split_sizes, getSize(), "input");
+  auto out_bytes = splitBytes(output, output_split_sizes, getSize(), "output");
+  Call call(*this, OpType::ALLTOALL_BASE, device);
+  call.keep(inputs);
+  at::Tensor flat = recvBuffer(output);
+  call.transport().alltoall(call.launch(), sendBuffer(input), flat, std::move(in_bytes),
+                            std::move(out_bytes));
+  copyBack(call.launch(), output, flat);
+  return call.finish(outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::alltoall(std::vector<at::Tensor>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllToAllOptions& /*opts*/) {
+  TORCH_CHECK(static_cast<int>(outputs.size()) == getSize() &&
+                  static_cast<int>(inputs.size()) == getSize(),
+              "maia c10d: all_to_all needs ", getSize(), " input and output tensors");
+  auto device = checkTensors({&outputs, &inputs}, "all_to_all");
+  std::vector<int64_t> in_bytes, out_bytes;
+  int64_t out_elements = 0;
+  for (int i = 0; i < getSize(); ++i) {
+    checkSameDtype(inputs[0], inputs[i], "all_to_all");
+    checkSameDtype(inputs[0], outputs[i], "all_to_all");
+    in_bytes.push_back(static_cast<int64_t>(inputs[i].nbytes()));
+    out_bytes.push_back(static_cast<int64_t>(outputs[i].nbytes()));
+    out_elements += outputs[i].numel();
+  }
+  Call call(*this, OpType::ALLTOALL, device);
+  call.keep(inputs);
+  at::Tensor source = concat(inputs);
+  at::Tensor received = at::empty({out_elements}, outputs[0].options());
+  call.transport().alltoall(call.launch(), source, received, std::move(in_bytes),
+                            std::move(out_bytes));
+  copyBackSlices(call.launch(), outputs, received);
+  return call.finish(outputs);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                                 int tag) {
+  TORCH_CHECK(tensors.size() == 1, "maia c10d: send takes one tensor");
+  auto device = checkTensors({&tensors}, "send");
+  Call call(*this, OpType::SEND, device);
+  call.keep(tensors);
+  call.transport().send(call.launch(), sendBuffer(tensors[0]), dst_rank, tag);
+  return call.finish({});
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                                 int tag) {
+  TORCH_CHECK(tensors.size() == 1, "maia c10d: recv takes one tensor");
+  auto device = checkTensors({&tensors}, "recv");
+  Call call(*this, OpType::RECV, device);
+  at::Tensor flat = recvBuffer(tensors[0]);
+  call.transport().recv(call.launch(), flat, src_rank, tag);
+  copyBack(call.launch(), tensors[0], flat);
+  return call.finish(tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::barrier(const c10d::BarrierOptions& opts) {
+  c10::DeviceIndex device = -1;
+  if (opts.device && opts.device->type() == c10::DeviceType::PrivateUse1)
+    device = opts.device->index();
+  if (device < 0) device = currentStream().device_index();
+  Call call(*this, OpType::BARRIER, device);
+  call.transport().barrier(call.launch());
+  return call.finish({}, /*blocking=*/true);
+}
+
+void MaiaBackend::startCoalescing() {
+  TORCH_CHECK(!coalescing_, "maia c10d: startCoalescing inside a coalescing group");
+  coalescing_ = true;
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::endCoalescing() {
+  TORCH_CHECK(coalescing_, "maia c10d: endCoalescing without startCoalescing");
+  coalescing_ = false;
+  std::unique_ptr<Pending> group = std::move(group_);
+  if (!group) group = newPending(OpType::COALESCED, currentStream().device_index());
+  std::vector<at::Tensor> outputs;
+  for (const auto& work : group->works)
+    outputs.insert(outputs.end(), work->outputs().begin(), work->outputs().end());
+  auto work = c10::make_intrusive<MaiaWork>(getRank(), OpType::COALESCED, group->launch.seq,
+                                            group->end, std::move(outputs), false);
+  group->works.push_back(work);
+  flush(*group);
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Backend> MaiaBackend::split(const c10::intrusive_ptr<c10d::Store>& store,
+                                                     const std::vector<int>& ranks,
+                                                     const c10::intrusive_ptr<Options>& opts) {
+  auto gloo_split = gloo_->split(c10::make_intrusive<c10d::PrefixStore>("gloo/", store), ranks,
+                                 gloo_->getBackendOptions());
+  if (!gloo_split) return nullptr;
+  std::string name = opts ? opts->group_name : std::string();
+  return c10::make_intrusive<MaiaBackend>(std::move(gloo_split),
+                                          opts ? opts->timeout : timeout_, name);
+}
+
+}  // namespace torch_maia::distributed

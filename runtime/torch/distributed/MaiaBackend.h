@@ -1,0 +1,114 @@
+// The c10d backend of maia tensors ("maia" in torch.distributed).
+//
+// Every collective runs on the device's communication stream (one per device,
+// shared by the process groups of the process, so their exchanges run in the
+// order the program issued them): the stream first waits, by event, for the
+// caller's current stream; the backend then converts what the transport
+// cannot take as is (non-contiguous tensors, float16/bfloat16 reduced in
+// float32, AVG and PREMUL_SUM), hands flat buffers to the transport and
+// records the end event that Work.wait() makes the caller's stream wait for.
+// The host never blocks, except in barrier() and blocking waits.
+#pragma once
+
+#include "GlooTransport.h"
+#include "MaiaWork.h"
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+namespace torch_maia::distributed {
+
+class MaiaBackend final : public c10d::Backend {
+ public:
+  /// gloo: a ProcessGroupGloo of the same ranks (over a PrefixStore of this
+  /// group's store), the host transport.
+  MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo, std::chrono::milliseconds timeout,
+              std::string group_name);
+  ~MaiaBackend() override;
+
+  const std::string getBackendName() const override { return "maia"; }
+  c10::intrusive_ptr<Options> getBackendOptions() override;
+  bool supportsCoalescing() const override { return true; }
+  bool supportsSplitting() const override { return true; }
+  void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override { return seq_; }
+  void setGroupUid(const std::string& pg_uid) override;
+
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& output_lists, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_split_sizes,
+                                               std::vector<int64_t>& input_split_sizes,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(std::vector<at::Tensor>& outputs,
+                                          std::vector<at::Tensor>& inputs,
+                                          const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store>& store,
+                                          const std::vector<int>& ranks,
+                                          const c10::intrusive_ptr<Options>& opts) override;
+
+ private:
+  struct Pending;
+  class Call;
+
+  /// The transport that moves this launch's data. Gloo for now; the
+  /// intra-host IPC transport will take the collectives it supports here.
+  Transport& transportFor(c10d::OpType op);
+  std::unique_ptr<Pending> newPending(c10d::OpType op, c10::DeviceIndex device);
+  void flush(Pending& pending);
+  /// Raises the failure of an earlier exchange of this group, if any.
+  void throwIfFailed(c10d::OpType op) const;
+
+  c10::intrusive_ptr<c10d::Backend> gloo_;
+  GlooTransport gloo_transport_;
+  std::chrono::milliseconds timeout_;
+  std::string group_name_;
+  uint64_t seq_ = 0;
+  bool coalescing_ = false;
+  std::unique_ptr<Pending> group_;  // the coalescing group, once it has an operation
+  /// The first failure of any launch of this group.
+  std::shared_ptr<LaunchStatus> group_status_ = std::make_shared<LaunchStatus>();
+};
+
+}  // namespace torch_maia::distributed

@@ -1,0 +1,86 @@
+#include "MaiaWork.h"
+
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "MaiaCheck.h"
+#include "MaiaStream.h"
+
+namespace torch_maia::distributed {
+
+LaunchEnd::LaunchEnd(c10::DeviceIndex device, std::shared_ptr<LaunchStatus> status)
+    : device(device), status(std::move(status)) {
+  MAIA_CHECK(maiaEventCreate(&event, maiaEventDisableTiming));
+}
+
+LaunchEnd::~LaunchEnd() {
+  // Safe with the record still queued: the command holds its own reference.
+  if (event != nullptr) (void)maiaEventDestroy(event);
+}
+
+MaiaWork::MaiaWork(int rank, c10d::OpType op, uint64_t seq, std::shared_ptr<LaunchEnd> end,
+                   std::vector<at::Tensor> outputs, bool blocking)
+    : c10d::Work(rank, op),
+      seq_(seq),
+      end_(std::move(end)),
+      outputs_(std::move(outputs)),
+      future_(c10::make_intrusive<c10::ivalue::Future>(
+          c10::ListType::create(c10::TensorType::get()),
+          std::vector<c10::Device>{c10::Device(c10::DeviceType::PrivateUse1, end_->device)})) {
+  static const bool blocking_wait = [] {
+    const char* value = std::getenv("MAIA_DIST_BLOCKING_WAIT");
+    return value != nullptr && std::strcmp(value, "1") == 0;
+  }();
+  blocking_ = blocking || blocking_wait;
+}
+
+bool MaiaWork::isCompleted() {
+  if (end_->status->failed()) return true;
+  if (!end_->recorded.load(std::memory_order_acquire)) return false;  // still coalescing
+  maiaError_t state = maiaEventQuery(end_->event);
+  if (state == maiaErrorNotReady) return false;
+  MAIA_CHECK(state);
+  return true;
+}
+
+bool MaiaWork::isSuccess() const { return !end_->status->failed(); }
+
+std::exception_ptr MaiaWork::exception() const {
+  if (!end_->status->failed()) return nullptr;
+  try {
+    throwIfFailed();
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+void MaiaWork::throwIfFailed() const {
+  if (!end_->status->failed()) return;
+  C10_THROW_ERROR(DistBackendError, end_->status->message());
+}
+
+void MaiaWork::blockCallerStream() {
+  TORCH_CHECK(end_->recorded.load(std::memory_order_acquire),
+              "maia c10d: wait() on a collective of a coalescing group that has not ended; "
+              "call it after the group's end (torch.distributed._coalescing_manager exit)");
+  MAIA_CHECK(maiaStreamWaitEvent(currentDriverStream(end_->device), end_->event));
+}
+
+bool MaiaWork::wait(std::chrono::milliseconds /*timeout*/) {
+  // The exchange enforces the group's timeout itself (a failed or late peer
+  // fails it), so a stream wait never waits forever.
+  throwIfFailed();
+  blockCallerStream();
+  if (blocking_) {
+    MAIA_CHECK(maiaEventSynchronize(end_->event));
+    throwIfFailed();
+  }
+  return true;
+}
+
+void MaiaWork::synchronize() { blockCallerStream(); }
+
+}  // namespace torch_maia::distributed

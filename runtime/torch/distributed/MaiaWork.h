@@ -1,0 +1,62 @@
+// The Work of a maia collective: completion is an event on the
+// communication stream, as for NCCL's WorkNCCL.
+#pragma once
+
+#include "Transport.h"
+
+#include <ATen/core/ivalue.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+namespace torch_maia::distributed {
+
+/// The end of a launch: its event (recorded on the communication stream
+/// after the launch's last command) and its status. Shared by the Works of a
+/// coalesced group.
+struct LaunchEnd {
+  LaunchEnd(c10::DeviceIndex device, std::shared_ptr<LaunchStatus> status);
+  ~LaunchEnd();
+  LaunchEnd(const LaunchEnd&) = delete;
+  LaunchEnd& operator=(const LaunchEnd&) = delete;
+
+  c10::DeviceIndex device;
+  maiaEvent_t event = nullptr;
+  std::atomic<bool> recorded{false};
+  std::shared_ptr<LaunchStatus> status;
+};
+
+class MaiaWork final : public c10d::Work {
+ public:
+  /// blocking: wait() also blocks the host until the collective is done and
+  /// raises its error (barrier; every work with MAIA_DIST_BLOCKING_WAIT=1).
+  MaiaWork(int rank, c10d::OpType op, uint64_t seq, std::shared_ptr<LaunchEnd> end,
+           std::vector<at::Tensor> outputs, bool blocking);
+
+  /// Done when the end event has completed, or the exchange failed.
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  std::vector<at::Tensor> result() override { return outputs_; }
+  /// Makes the caller's current stream wait for the collective; raises a
+  /// failure already known.
+  bool wait(std::chrono::milliseconds timeout) override;
+  void synchronize() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  uint64_t getSequencenumber() const override { return seq_; }
+
+  /// Completed (stream-ordered: consumers wait on an event recorded on the
+  /// communication stream) by the backend once the launch is enqueued.
+  const c10::intrusive_ptr<c10::ivalue::Future>& future() const { return future_; }
+  const std::vector<at::Tensor>& outputs() const { return outputs_; }
+
+ private:
+  void throwIfFailed() const;
+  void blockCallerStream();
+
+  uint64_t seq_;
+  std::shared_ptr<LaunchEnd> end_;
+  std::vector<at::Tensor> outputs_;
+  bool blocking_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+}  // namespace torch_maia::distributed

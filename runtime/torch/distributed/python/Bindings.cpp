@@ -1,0 +1,70 @@
+#include "Bindings.h"
+
+#include <pybind11/chrono.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "MaiaBackend.h"
+
+namespace py = pybind11;
+
+namespace torch_maia::distributed {
+namespace {
+
+/// The holder torch binds c10d::Backend with (a c10::intrusive_ptr that drops
+/// its reference without the GIL: a backend's destructor may wait for its
+/// threads). Same layout as torch's, so a MaiaBackend passes wherever torch
+/// takes a Backend.
+template <typename T>
+class NoGilHolder {
+ public:
+  NoGilHolder() = default;
+  NoGilHolder(const NoGilHolder&) = default;
+  NoGilHolder(NoGilHolder&&) noexcept = default;
+  NoGilHolder& operator=(const NoGilHolder&) = default;
+  NoGilHolder& operator=(NoGilHolder&&) noexcept = default;
+  explicit NoGilHolder(c10::intrusive_ptr<T> impl) : impl_(std::move(impl)) {}
+  explicit NoGilHolder(T* impl) : impl_(c10::intrusive_ptr<T>::unsafe_steal_from_new(impl)) {}
+  ~NoGilHolder() {
+    if (impl_) {
+      if (PyGILState_Check()) {
+        py::gil_scoped_release release;
+        impl_.reset();
+      } else {
+        impl_.reset();
+      }
+    }
+  }
+  T& operator*() const noexcept { return *impl_; }
+  T* operator->() const noexcept { return impl_.get(); }
+  [[nodiscard]] T* get() const noexcept { return impl_.get(); }
+  void reset() noexcept { impl_.reset(); }
+  operator bool() const noexcept { return impl_; }
+
+ private:
+  c10::intrusive_ptr<T> impl_;
+};
+
+}  // namespace
+}  // namespace torch_maia::distributed
+
+PYBIND11_DECLARE_HOLDER_TYPE(T, torch_maia::distributed::NoGilHolder<T>, true)
+
+namespace torch_maia::distributed {
+
+void initDistributedBindings(py::module& m) {
+  py::module dist = m.def_submodule("_distributed", "maia c10d backend");
+  py::object backend_base = py::module::import("torch._C._distributed_c10d").attr("Backend");
+  py::class_<MaiaBackend, NoGilHolder<MaiaBackend>>(dist, "MaiaBackend", backend_base);
+  dist.def(
+      "create_backend",
+      [](py::object gloo, std::chrono::milliseconds timeout, const std::string& group_name) {
+        auto* gloo_backend = py::cast<c10d::Backend*>(gloo);
+        auto backend = c10::make_intrusive<MaiaBackend>(
+            c10::intrusive_ptr<c10d::Backend>::reclaim_copy(gloo_backend), timeout, group_name);
+        return NoGilHolder<MaiaBackend>(std::move(backend));
+      },
+      py::arg("gloo"), py::arg("timeout"), py::arg("group_name"),
+      "A maia backend moving data through gloo, a ProcessGroupGloo of the same ranks.");
+}
+
+}  // namespace torch_maia::distributed
