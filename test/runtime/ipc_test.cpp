@@ -473,6 +473,37 @@ TEST(IpcTest, FreeWhileOpenElsewhereKeepsThePagesUntilTheLastClose) {
   EXPECT_TRUE(child.join());
 }
 
+TEST(IpcTest, MemoryStaysOpenAfterItsExporterExits) {
+  Peer child([](Peer& importer) {
+    void* d = nullptr;
+    MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
+    upload(d, iota(kCount, 42));
+    maiaIpcMemHandle_t handle;
+    MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
+    importer.send(handle);
+    EXPECT_EQ(importer.receive<Signal>(), kReady);  // then exits without freeing
+  });
+  // The driver's and the kernel module's own files and mappings first.
+  int devices = 0;
+  MAIA_ASSERT_OK(maiaGetDeviceCount(&devices));
+  ASSERT_NE(basicKernel("axpb_i64"), nullptr);
+  const int files = openFiles();
+  const int mappings = deviceMemoryMappings();
+  auto handle = child.receive<maiaIpcMemHandle_t>();
+  void* shared = nullptr;
+  MAIA_ASSERT_OK(maiaIpcOpenMemHandle(&shared, handle, 0));
+  child.send(kReady);
+  ASSERT_TRUE(child.join());
+  // Our mapping holds the pages of the exporter's memfd.
+  axpb(shared, kCount, 2, 0, nullptr);
+  std::vector<int64_t> expected(kCount);
+  for (int64_t i = 0; i < kCount; ++i) expected[i] = 2 * (42 + i);
+  EXPECT_EQ(download(shared, kCount), expected);
+  MAIA_ASSERT_OK(maiaIpcCloseMemHandle(shared));
+  EXPECT_EQ(openFiles(), files);
+  EXPECT_EQ(deviceMemoryMappings(), mappings);
+}
+
 TEST(IpcTest, AnImporterThatDiesWithoutClosingReleasesTheMemory) {
   Peer child([](Peer& exporter) {
     auto handle = exporter.receive<maiaIpcMemHandle_t>();
