@@ -50,8 +50,13 @@ Status unseal(const unsigned char (&bytes)[MAIA_IPC_HANDLE_SIZE], HandleKind kin
                          ? kindName(bits.kind)
                          : "unknown",
                      " handle was passed where an IPC ", kindName(kind), " handle is expected");
+  // The checksum catches damage, not forgery: keep offset + size from
+  // wrapping around before they size a mapping.
+  constexpr uint64_t kMaxBytes = uint64_t{1} << 48;
   if (bits.pid <= 0 || bits.table_fd < 0 ||
-      (kind == HandleKind::kMemory && (bits.memory_fd < 0 || bits.device < 0 || bits.size == 0)))
+      (kind == HandleKind::kMemory &&
+       (bits.memory_fd < 0 || bits.device < 0 || bits.size == 0 || bits.size > kMaxBytes ||
+        bits.offset > kMaxBytes)))
     return makeError(maiaErrorInvalidHandle, what, ": the IPC handle's fields are out of range");
   *out = bits;
   return {};
