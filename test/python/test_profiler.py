@@ -183,6 +183,55 @@ class TestKinetoTrace:
         for e in compiled:
             assert "CompiledFxGraph" in launcher_of(e, ops)
 
+    def test_backward_kernels_link_to_the_autograd_thread_ops(self, tmp_path):
+        w = torch.randn(128, 128, device="maia", requires_grad=True)
+        x = torch.randn(64, 128, device="maia")
+
+        def work():
+            (x @ w).relu().sum().backward()
+
+        events = chrome_trace(profile_device(work), tmp_path)
+        ops = launching_ops(events)
+        linked = [ops[e["args"]["External id"]] for e in device_events(events)]
+        assert len(linked) == len(device_events(events))  # every one is linked
+        # Backward runs on the autograd engine's maia thread: its kernels
+        # are linked to the operators of that thread.
+        main_tid = ops[next(e for e in device_events(events) if e["name"] == "gemm_f32")
+                       ["args"]["External id"]]["tid"]
+        backward_mm = [op for op in linked if op["name"] == "aten::mm" and op["tid"] != main_tid]
+        assert backward_mm
+
+    def test_correlation_is_per_host_thread(self, tmp_path):
+        import threading
+
+        a = torch.ones(1 << 14, device="maia:0")
+        b = torch.ones(1 << 14, device="maia:1")
+
+        def worker(t, n):
+            for _ in range(n):
+                t.mul_(1.0001)
+
+        def work():
+            threads = [threading.Thread(target=worker, args=(t, 20)) for t in (a, b)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+
+        # Operators of threads other than the profiling one are recorded
+        # only with profile_all_threads (on any device).
+        config = torch._C._profiler._ExperimentalConfig(profile_all_threads=True)
+        events = chrome_trace(profile_device(work, experimental_config=config), tmp_path)
+        ops = launching_ops(events)
+        muls = [e for e in device_events(events) if e["name"] == "mul_f32"]
+        assert len(muls) == 40
+        # Each device's kernels were launched by one thread, the other's by
+        # the other: a link never crosses threads.
+        tids = {pid: {ops[e["args"]["External id"]]["tid"] for e in muls if e["pid"] == pid}
+                for pid in (0, 1)}
+        assert len(tids[0]) == 1 and len(tids[1]) == 1 and tids[0] != tids[1]
+        assert all(ops[e["args"]["External id"]]["name"] == "aten::mul_" for e in muls)
+
     def test_key_averages_gives_device_time_per_op(self):
         x = torch.randn(512, 512, device="maia")
         prof = profile_device(lambda: [x @ x for _ in range(3)])
