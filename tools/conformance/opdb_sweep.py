@@ -14,13 +14,16 @@ verdict:
             device-vs-CPU comparison (TestCommon.test_compare_cpu) for this
             op and dtype: random ops, empty, ... (the reason is recorded)
 A sample the CPU refuses must be refused on maia too (else: wrong).
-Tolerances: assert_close's defaults, and for float16/bfloat16 those of
-test/python/opinfo_support.py (PyTorch's device-vs-CPU comparison).
+Tolerances: op_db's own toleranceOverride for test_compare_cpu where it has
+one for the dtype; otherwise assert_close's defaults, and for
+float16/bfloat16 those of test/python/opinfo_support.py (PyTorch's
+device-vs-CPU comparison).
 
 Usage (the README's environment; MAIA_COMPILE for --compiled):
   .venv/bin/python tools/conformance/opdb_sweep.py --ops '^(add|mul)$' --compiled
   .venv/bin/python tools/conformance/opdb_sweep.py --shard 3/8 --jsonl out.jsonl
   .venv/bin/python tools/conformance/opdb_sweep.py --summarize out*.jsonl
+  .venv/bin/python tools/conformance/opdb_sweep.py --markdown out*.jsonl
 """
 
 from __future__ import annotations
@@ -74,17 +77,43 @@ def _runner(op, mode):
     return torch.compile(lambda *a, **k: op(*a, **k), dynamic=(mode == "dynamic"))
 
 
-def upstream_skip(op, dtype) -> str | None:
-    """Why op_db skips (or expects to fail) PyTorch's device-vs-CPU
-    comparison of op at dtype, if it does."""
+def _active_decorations(op, dtype):
+    """The decorators op_db applies to PyTorch's device-vs-CPU comparison
+    (TestCommon.test_compare_cpu) of op at dtype on a PrivateUse1 device."""
     from torch.testing._internal.opinfo.core import DecorateInfo
 
     for info in op.decorators:
-        if not isinstance(info, DecorateInfo) or not info.is_active(
+        if isinstance(info, DecorateInfo) and info.is_active(
                 "TestCommon", "test_compare_cpu", "privateuse1", dtype, {}):
-            continue
-        return ", ".join(getattr(d, "__name__", str(d)) for d in info.decorators)
-    return None
+            yield from info.decorators
+
+
+def upstream_skip(op, dtype) -> str | None:
+    """Why op_db skips (or expects to fail) that comparison, if it does,
+    or why it cannot be made: the op is random and op_db reseeds the
+    generator before each call (wrapper_set_seed), which gives the same
+    numbers only on one device type."""
+    from torch.testing._internal.common_device_type import toleranceOverride
+
+    code = getattr(op.op, "__code__", None)
+    if code is not None and "wrapper_set_seed" in code.co_names:
+        return "random op reseeded by wrapper_set_seed (device generators differ)"
+
+    reasons = [getattr(d, "__name__", str(d)) for d in _active_decorations(op, dtype)
+               if not isinstance(d, toleranceOverride)]
+    return ", ".join(reasons) if reasons else None
+
+
+def upstream_tolerance(op, dtype) -> dict:
+    """op_db's own tolerance for that comparison (a toleranceOverride), as
+    assert_close keywords; empty if it has none for dtype."""
+    from torch.testing._internal.common_device_type import toleranceOverride
+
+    for decorator in _active_decorations(op, dtype):
+        if isinstance(decorator, toleranceOverride) and dtype in decorator.d:
+            tol = decorator.d[dtype]
+            return {"atol": tol.atol, "rtol": tol.rtol}
+    return {}
 
 
 def _to_cpu(value):
@@ -97,13 +126,14 @@ def judge(op, dtype, mode) -> dict:
     """The verdict for op at dtype in mode, with the first failure's detail."""
     reason = upstream_skip(op, dtype)
     if reason is not None:
-        return {"verdict": "skipped", "detail": f"op_db: {reason} on test_compare_cpu"}
+        return {"verdict": "skipped", "detail": f"op_db: {reason}"}
     samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
     if not samples:
         return {"verdict": "no samples"}
     fn = _runner(op, mode)
-    tolerances = LOW_PRECISION_TOLERANCES.get(dtype, {})
+    tolerances = upstream_tolerance(op, dtype) or LOW_PRECISION_TOLERANCES.get(dtype, {})
     fallbacks = collections.Counter()
+    notes = set()
     for index, sample in enumerate(samples):
         try:
             expected = op(sample.input, *sample.args, **sample.kwargs)
@@ -131,14 +161,60 @@ def judge(op, dtype, mode) -> dict:
             torch.testing.assert_close(_to_cpu(actual), expected, equal_nan=True,
                                        check_device=False, **tolerances)
         except AssertionError as error:
+            excuse = _excuse(op, sample, expected, _to_cpu(actual))
+            if excuse:
+                notes.add(excuse)
+                continue
             return {"verdict": "wrong", "sample": index,
                     "detail": " ".join(str(error).split())[:300]}
         except Exception as error:  # e.g. a tensor where the CPU gave a tuple
             return {"verdict": "wrong", "sample": index,
                     "detail": f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"}
+    result = {"verdict": "native"}
     if fallbacks:
-        return {"verdict": "fallback", "fallbacks": dict(fallbacks)}
-    return {"verdict": "native"}
+        result = {"verdict": "fallback", "fallbacks": dict(fallbacks)}
+    if notes:
+        result["notes"] = sorted(notes)
+    return result
+
+
+def _flat_tensors(value):
+    from torch.utils._pytree import tree_leaves
+
+    return [x for x in tree_leaves(value) if isinstance(x, torch.Tensor)]
+
+
+def _excuse(op, sample, expected, actual) -> str | None:
+    """Why a maia result outside the tolerances is still right, if it is:
+    the op is random (the CPU disagrees with itself), or maia is within
+    twice the CPU's own error of the float64 result (both round; they
+    differ in summation order)."""
+    again = op(sample.input, *sample.args, **sample.kwargs)
+    if any(not torch.equal(a, b) and not (a.isnan() & b.isnan()).any()
+           for a, b in zip(_flat_tensors(expected), _flat_tensors(again))
+           if a.shape == b.shape and a.dtype == b.dtype):
+        return "random: the CPU's own results differ between runs"
+    from torch.utils._pytree import tree_map
+
+    def to_double(x):
+        return x.double() if isinstance(x, torch.Tensor) and x.is_floating_point() else x
+    try:
+        exact = op(tree_map(to_double, sample.input), *tree_map(to_double, sample.args),
+                   **tree_map(to_double, sample.kwargs))
+    except Exception:
+        return None
+    triples = list(zip(_flat_tensors(expected), _flat_tensors(actual), _flat_tensors(exact)))
+    if not triples:
+        return None
+    for cpu, maia, ref in triples:
+        if cpu.shape != maia.shape or cpu.dtype != maia.dtype or not cpu.is_floating_point():
+            return None
+        ref = ref.double()
+        cpu_error = (cpu.double() - ref).abs().nan_to_num(0).max()
+        maia_error = (maia.double() - ref).abs().nan_to_num(0).max()
+        if maia_error > 2 * cpu_error:
+            return None
+    return "within twice the CPU's error of the float64 result"
 
 
 def sweep(args):
@@ -207,6 +283,46 @@ def summarize(paths):
             print(f"| {name} | {dtype} | {mode} | {r['verdict']} | {detail.replace('|', '/')} |")
 
 
+def per_op_table(paths) -> str:
+    """One markdown row per op and mode: the dtypes under each verdict, the
+    host-fallback operators and the first reason of anything else."""
+    ops = collections.defaultdict(lambda: collections.defaultdict(list))
+    totals = collections.defaultdict(collections.Counter)
+    host_only = set()
+    for path in paths:
+        for line in open(path):
+            r = json.loads(line)
+            name = f"{r['op']}.{r['variant']}".rstrip(".")
+            ops[(name, r["mode"])][r["verdict"]].append(r)
+            totals[r["mode"]][r["verdict"]] += 1
+    for (name, mode), verdicts in ops.items():
+        if mode == "eager" and "fallback" in verdicts and "native" not in verdicts:
+            host_only.add(name)
+    verdict_names = ["native", "fallback", "refused", "wrong", "timeout", "skipped", "no samples"]
+    lines = ["| mode | " + " | ".join(verdict_names) + " |",
+             "|---" * (len(verdict_names) + 1) + "|"]
+    for mode, counter in sorted(totals.items()):
+        lines.append(f"| {mode} | " + " | ".join(str(counter[v]) for v in verdict_names) + " |")
+    lines += ["", f"Ops that run only through the host fallback (eager, no dtype native): "
+              f"**{len(host_only)}**.", "",
+              "| op | mode | native | host fallback | refused / wrong / skipped: reason |",
+              "|---|---|---|---|---|"]
+    for (name, mode), verdicts in sorted(ops.items()):
+        native = " ".join(r["dtype"] for r in verdicts.get("native", []))
+        fallback = " ".join(r["dtype"] for r in verdicts.get("fallback", []))
+        if fallback:
+            used = sorted({f for r in verdicts["fallback"] for f in r.get("fallbacks", {})})
+            fallback += f" ({', '.join(used)})"
+        others = []
+        for verdict in ("refused", "wrong", "timeout", "skipped", "no samples"):
+            for r in verdicts.get(verdict, [])[:1]:
+                dtypes = " ".join(x["dtype"] for x in verdicts[verdict])
+                detail = (r.get("detail") or "")[:160].replace("|", "/")
+                others.append(f"{verdict} {dtypes}: {detail}")
+        lines.append(f"| {name} | {mode} | {native} | {fallback} | {'; '.join(others)} |")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -218,8 +334,12 @@ def main():
     parser.add_argument("--jsonl", help="append results here (default: stdout)")
     parser.add_argument("--summarize", nargs="+", metavar="JSONL",
                         help="print the markdown summary of earlier results")
+    parser.add_argument("--markdown", nargs="+", metavar="JSONL",
+                        help="print the per-op table docs/conformance.md publishes")
     args = parser.parse_args()
-    if args.summarize:
+    if args.markdown:
+        print(per_op_table(args.markdown))
+    elif args.summarize:
         summarize(args.summarize)
     else:
         sweep(args)
