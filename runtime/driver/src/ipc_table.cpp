@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <random>
 #include <string>
@@ -30,6 +31,20 @@ int pidfdGetfd(int pidfd, int fd) {
 std::string exitedMessage(const char* what, pid_t pid) {
   return std::string(what) + ": process " + std::to_string(pid) +
          ", which made the IPC handle, has exited";
+}
+
+/// Whether pid is a process that has not exited: a zombie (exited, not yet
+/// reaped by its parent) has already dropped its mappings.
+bool processRunning(pid_t pid) {
+  if (kill(pid, 0) != 0 && errno != EPERM) return false;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return true;  // cannot tell: keep the memory
+  // "pid (comm) S ...": the state follows the last ')' (comm may hold any).
+  const size_t close = line.rfind(')');
+  if (close == std::string::npos || close + 2 >= line.size()) return true;
+  const char state = line[close + 2];
+  return state != 'Z' && state != 'X';
 }
 
 }  // namespace
@@ -123,7 +138,7 @@ bool hasLiveImporter(const MemorySlot& slot) {
     const pid_t pid = importer.load(std::memory_order_seq_cst);
     // An importer that died without closing holds nothing: its mappings went
     // with it. (A pid reused meanwhile only delays the release.)
-    if (pid != 0 && (kill(pid, 0) == 0 || errno == EPERM)) return true;
+    if (pid != 0 && processRunning(pid)) return true;
   }
   return false;
 }
