@@ -119,6 +119,23 @@ class TestKinetoTrace:
         assert "aten::_copy_from" in by_name["Memcpy HtoD"]
         assert "aten::fill_" in by_name["Fill"]
 
+    def test_enqueue_slices_sit_in_their_op_with_an_arrow_to_the_device(self, tmp_path):
+        x = torch.randn(256, 256, device="maia")
+        events = chrome_trace(profile_device(lambda: (x @ x).cpu()), tmp_path)
+        ops = launching_ops(events)
+        enqueues = {e["name"]: e for e in events
+                    if e.get("ph") == "X" and e.get("cat") == "privateuse1_runtime"}
+        launch, copy = enqueues["maiaLaunchKernel"], enqueues["maiaMemcpy"]
+        for enqueue, op_name in ((launch, "aten::mm"), (copy, "aten::_copy_from")):
+            op = ops[enqueue["args"]["External id"]]
+            assert op["name"] == op_name and op["tid"] == enqueue["tid"]
+            assert op["ts"] <= enqueue["ts"] <= op["ts"] + op["dur"]
+        starts = {e["id"]: e for e in events if e.get("ph") == "s" and e.get("cat") == "ac2g"}
+        ends = {e["id"]: e for e in events if e.get("ph") == "f" and e.get("cat") == "ac2g"}
+        (gemm,) = [e for e in device_events(events) if e["name"] == "gemm_f32"]
+        (arrow,) = [i for i, f in ends.items() if f["ts"] == gemm["ts"] and f["pid"] == 0]
+        assert starts[arrow]["ts"] == launch["ts"] and starts[arrow]["tid"] == launch["tid"]
+
     def test_device_and_stream_tracks(self, tmp_path):
         side = torch.maia.Stream()
         a = torch.ones(4096, device="maia")

@@ -2,6 +2,8 @@
 
 #include <maia/runtime.h>
 
+#include <unistd.h>
+
 #include <chrono>
 #include <string>
 
@@ -44,6 +46,21 @@ int64_t clockOffsetNs() {
     }
   }
   return offset;
+}
+
+/// The driver call that queued a record's command.
+const char* enqueueCallName(maiaActivityKind kind) {
+  switch (kind) {
+    case maiaActivityKernel: return "maiaLaunchKernel";
+    case maiaActivityMemcpyHtoD:
+    case maiaActivityMemcpyDtoH:
+    case maiaActivityMemcpyDtoD:
+    case maiaActivityMemcpyHtoH: return "maiaMemcpy";
+    case maiaActivityMemset: return "maiaMemset";
+    case maiaActivityHostFunction: return "maiaLaunchHostFunc";
+    case maiaActivityEventRecord: return "maiaEventRecord";
+  }
+  return "maia";
 }
 
 std::string trackName(int device, uint64_t stream) {
@@ -140,6 +157,27 @@ void MaiaKinetoSession::processTrace(libkineto::ActivityLogger& logger,
     activity.addMetadata("queued ns", record.start_ns - record.enqueue_ns);
     if (record.bytes != 0) activity.addMetadata("bytes", record.bytes);
     tracks_.emplace(record.device, record.stream_id);
+
+    // The enqueue, on the host thread that made it, with a flow to the
+    // device slice (the arrow CUDA traces draw from cudaLaunchKernel). The
+    // driver stamps only the moment the command was queued, so the slice
+    // has no length.
+    buffer_->emplace_activity(buffer_->span, libkineto::ActivityType::PRIVATEUSE1_RUNTIME,
+                              enqueueCallName(record.kind));
+    libkineto::GenericTraceActivity& enqueue = *buffer_->activities.back();
+    enqueue.startTime = enqueue.endTime = record.enqueue_ns + clock_offset_ns_;
+    enqueue.id = activity.id;
+    enqueue.device = static_cast<int32_t>(getpid());
+    enqueue.resource = static_cast<int32_t>(record.host_thread);
+    enqueue.threadId = static_cast<int32_t>(record.host_thread);
+    enqueue.linked = activity.linked;
+    enqueue.flow.id = static_cast<uint32_t>(activity.id);
+    enqueue.flow.type = libkineto::kLinkAsyncCpuGpu;
+    enqueue.flow.start = 1;
+    activity.flow.id = enqueue.flow.id;
+    activity.flow.type = libkineto::kLinkAsyncCpuGpu;
+    activity.flow.start = 0;
+    enqueue.log(logger);
     activity.log(logger);
   }
 }
