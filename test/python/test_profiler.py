@@ -249,6 +249,25 @@ class TestKinetoTrace:
         assert len(tids[0]) == 1 and len(tids[1]) == 1 and tids[0] != tids[1]
         assert all(ops[e["args"]["External id"]]["name"] == "aten::mul_" for e in muls)
 
+    def test_schedule_records_only_active_steps_of_each_cycle(self, tmp_path):
+        x = torch.randn(128, 128, device="maia")
+        kernels_per_cycle = []
+
+        def ready(prof):
+            events = chrome_trace(prof, tmp_path)
+            kernels_per_cycle.append(sorted(e["name"] for e in device_events(events)))
+
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1],
+                     schedule=torch.profiler.schedule(wait=1, warmup=1, active=2, repeat=2),
+                     on_trace_ready=ready) as prof:
+            for _ in range(10):
+                (x @ x).sum().item()
+                prof.step()
+        # Two active steps per cycle, a GEMM, a sum and item()'s download
+        # each; the wait and warmup steps record nothing on the device.
+        expected = ["Memcpy DtoH"] * 2 + ["gemm_f32"] * 2 + ["sum_f32"] * 2
+        assert kernels_per_cycle == [expected, expected]
+
     def test_key_averages_gives_device_time_per_op(self):
         x = torch.randn(512, 512, device="maia")
         prof = profile_device(lambda: [x @ x for _ in range(3)])
