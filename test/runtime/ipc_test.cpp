@@ -509,6 +509,68 @@ TEST(IpcTest, MemoryStaysOpenAfterItsExporterExits) {
   EXPECT_EQ(deviceMemoryMappings(), mappings);
 }
 
+TEST(IpcTest, AHandleOpensOnTheCallersCurrentDevice) {
+  Peer child([](Peer& parent) {
+    auto handle = parent.receive<maiaIpcMemHandle_t>();
+    MAIA_ASSERT_OK(maiaSetDevice(1));
+    void* shared = nullptr;
+    MAIA_ASSERT_OK(maiaIpcOpenMemHandle(&shared, handle, 0));
+    maiaPointerAttributes attr;
+    MAIA_ASSERT_OK(maiaPointerGetAttributes(&attr, shared));
+    EXPECT_EQ(attr.device, 1);
+    maiaStream_t stream;
+    MAIA_ASSERT_OK(maiaStreamGetDefault(&stream, 1));
+    axpb(shared, kCount, 1, 5, stream);  // a kernel of device 1 on it
+    MAIA_ASSERT_OK(maiaStreamSynchronize(stream));
+    MAIA_ASSERT_OK(maiaIpcCloseMemHandle(shared));
+    parent.send(kDone);
+  });
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));  // on device 0
+  upload(d, iota(kCount, 0));
+  maiaIpcMemHandle_t handle;
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
+  child.send(handle);
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  EXPECT_EQ(download(d, kCount), iota(kCount, 5));
+  EXPECT_TRUE(child.join());
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+TEST(IpcTest, TheMemoryIsReleasedWhenTheLastOfSeveralImportersCloses) {
+  auto importer = [](Peer& exporter) {
+    auto handle = exporter.receive<maiaIpcMemHandle_t>();
+    void* shared = nullptr;
+    MAIA_ASSERT_OK(maiaIpcOpenMemHandle(&shared, handle, 0));
+    exporter.send(kReady);
+    EXPECT_EQ(exporter.receive<Signal>(), kExit);
+    EXPECT_EQ(download(shared, kCount), iota(kCount, 3));
+    MAIA_ASSERT_OK(maiaIpcCloseMemHandle(shared));
+    exporter.send(kDone);
+  };
+  Peer first(importer);
+  Peer second(importer);
+  const size_t baseline = freeBytes();
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
+  upload(d, iota(kCount, 3));
+  maiaIpcMemHandle_t handle;
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
+  for (Peer* peer : {&first, &second}) {
+    peer->send(handle);
+    EXPECT_EQ(peer->receive<Signal>(), kReady);
+  }
+  MAIA_ASSERT_OK(maiaFree(d));
+  for (Peer* peer : {&first, &second}) {
+    EXPECT_LT(freeBytes(), baseline);  // still open in this one
+    peer->send(kExit);
+    EXPECT_EQ(peer->receive<Signal>(), kDone);
+  }
+  EXPECT_EQ(freeBytes(), baseline);
+  EXPECT_TRUE(first.join());
+  EXPECT_TRUE(second.join());
+}
+
 TEST(IpcTest, AnImporterThatDiesWithoutClosingReleasesTheMemory) {
   Peer child([](Peer& exporter) {
     auto handle = exporter.receive<maiaIpcMemHandle_t>();
