@@ -344,6 +344,39 @@ class TestStreamSemantics:
         world2.run(check_buffers_kept_alive, "alive")
 
 
+# ---------------------------------------------------------------- groups
+
+def check_groups(rank, world):
+    """new_group and split_group make maia groups of their own; barrier on
+    maia. (The world was made with no backend: maia, as for CUDA's nccl.)"""
+    d = dev(rank)
+    assert dist.group.WORLD._get_backend(d).name() == "maia"
+    # Split into halves (before new_group: torch names split groups by the count of
+    # groups a rank is in, and new_group leaves non-members out of that count).
+    halves = [list(range(world // 2)), list(range(world // 2, world))]
+    split = dist.split_group(split_ranks=halves)
+    mine = halves[0] if rank in halves[0] else halves[1]
+    t = torch.full((3,), float(rank), device=d)
+    dist.all_reduce(t, group=split)
+    assert t.cpu().tolist() == [float(sum(mine))] * 3
+    outs = [torch.zeros(2, device=d) for _ in mine]
+    dist.all_gather(outs, torch.full((2,), float(rank), device=d), group=split)
+    assert [o.cpu()[0].item() for o in outs] == [float(r) for r in mine]
+    # A subgroup of the odd ranks.
+    odd = [r for r in range(world) if r % 2 == 1]
+    group = dist.new_group(odd)
+    if rank in odd:
+        t = torch.full((3,), float(rank), device=d)
+        dist.all_reduce(t, group=group)
+        assert t.cpu().tolist() == [float(sum(odd))] * 3
+        assert group._get_backend(d).name() == "maia"
+    # The default group still works after the others, with a barrier.
+    dist.barrier(device_ids=[rank])
+    t = torch.ones(1, device=d)
+    dist.all_reduce(t)
+    assert t.item() == world
+
+
 class TestCollectives:
     def test_all_reduce_every_op_and_dtype(self, world2):
         world2.run(check_all_reduce)
@@ -372,6 +405,9 @@ class TestCollectives:
     def test_wrong_device_dtype_and_size_are_clear_errors(self, world2):
         world2.run(check_errors)
 
+    def test_new_group_and_split_group(self, world2):
+        world2.run(check_groups)
+
     def test_no_host_fallback_ran(self, world2):
         world2.run(check_no_host_fallback)
 
@@ -386,3 +422,6 @@ class TestFourRanks:
 
     def test_coalesced_forms(self, world4):
         world4.run(check_coalesced)
+
+    def test_new_group_and_split_group(self, world4):
+        world4.run(check_groups)

@@ -310,7 +310,7 @@ void MaiaBackend::setGroupUid(const std::string& pg_uid) {
 }
 
 c10::intrusive_ptr<c10d::Backend::Options> MaiaBackend::getBackendOptions() {
-  auto options = c10::make_intrusive<Options>("maia", timeout_);
+  auto options = c10::make_intrusive<MaiaOptions>(timeout_);
   options->group_name = group_name_;
   return options;
 }

@@ -18,6 +18,11 @@
 
 namespace torch_maia::distributed {
 
+/// The options of a maia group (what split_group copies from its parent).
+struct MaiaOptions : c10d::Backend::Options {
+  explicit MaiaOptions(std::chrono::milliseconds timeout) : Options("maia", timeout) {}
+};
+
 class MaiaBackend final : public c10d::Backend {
  public:
   /// gloo: a ProcessGroupGloo of the same ranks (over a PrefixStore of this

@@ -54,7 +54,21 @@ namespace torch_maia::distributed {
 void initDistributedBindings(py::module& m) {
   py::module dist = m.def_submodule("_distributed", "maia c10d backend");
   py::object backend_base = py::module::import("torch._C._distributed_c10d").attr("Backend");
-  py::class_<MaiaBackend, NoGilHolder<MaiaBackend>>(dist, "MaiaBackend", backend_base);
+  // Deep-copyable (split_group copies its parent's options; torch's base
+  // Options cannot be copied from Python).
+  py::class_<MaiaOptions, c10::intrusive_ptr<MaiaOptions>>(dist, "MaiaOptions",
+                                                          backend_base.attr("Options"))
+      .def("__copy__", [](const MaiaOptions& o) { return c10::make_intrusive<MaiaOptions>(o); })
+      .def("__deepcopy__", [](const MaiaOptions& o, py::dict) {
+        return c10::make_intrusive<MaiaOptions>(o);
+      });
+  py::class_<MaiaBackend, NoGilHolder<MaiaBackend>>(dist, "MaiaBackend", backend_base)
+      // new_group calls this on the ranks left out of a group split from a
+      // backend that supports splitting (NCCL's ncclCommSplit needs every
+      // rank). A maia group's Gloo connects only its members: nothing to do.
+      .def("perform_nocolor_split", [](MaiaBackend&, const c10::Device&) {})
+      // split_group starts a child group from a copy of its parent's options.
+      .def_property_readonly("options", &MaiaBackend::getBackendOptions);
   dist.def(
       "create_backend",
       [](py::object gloo, std::chrono::milliseconds timeout, const std::string& group_name) {
