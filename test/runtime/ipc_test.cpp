@@ -16,6 +16,7 @@
 #include <fstream>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_util.h"
@@ -592,6 +593,68 @@ TEST(IpcTest, AnImporterThatDiesWithoutClosingReleasesTheMemory) {
   child.send(kExit);
   child.waitExited();
   EXPECT_EQ(freeBytes(), baseline);  // a zombie maps nothing any more
+  EXPECT_TRUE(child.join());
+}
+
+}  // namespace
+
+namespace {
+
+/// Opens and closes a peer's handles from several threads while the peer
+/// frees them: every open either maps the right data or reports a stale
+/// handle, and nothing stays allocated once both sides are done.
+TEST(IpcTest, OpensRacingTheExportersFreesAreEitherValidOrStale) {
+  constexpr int kBlocks = 32;
+  constexpr int64_t kWords = 512;
+  Peer child([](Peer& parent) {
+    std::vector<maiaIpcMemHandle_t> handles(kBlocks);
+    for (auto& handle : handles) handle = parent.receive<maiaIpcMemHandle_t>();
+    int devices = 0;
+    MAIA_ASSERT_OK(maiaGetDeviceCount(&devices));
+    const int mappings = deviceMemoryMappings();
+    parent.send(kReady);
+    std::atomic<int> opened{0}, stale{0};
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < 200; ++i) {
+          const int block = (i * 7 + t * 13) % kBlocks;
+          void* shared = nullptr;
+          maiaError_t error = maiaIpcOpenMemHandle(&shared, handles[block], 0);
+          if (error == maiaErrorInvalidHandle) {
+            ++stale;
+            continue;
+          }
+          ASSERT_EQ(error, maiaSuccess) << maiaGetLastErrorMessage();
+          ++opened;
+          std::vector<int64_t> word(1);
+          ASSERT_EQ(maiaMemcpy(word.data(), static_cast<int64_t*>(shared) + kWords - 1,
+                               sizeof(int64_t), maiaMemcpyDeviceToHost),
+                    maiaSuccess);
+          EXPECT_EQ(word[0], block * kWords + kWords - 1);
+          ASSERT_EQ(maiaIpcCloseMemHandle(shared), maiaSuccess) << maiaGetLastErrorMessage();
+        }
+      });
+    }
+    for (auto& thread : threads) thread.join();
+    EXPECT_GT(opened.load(), 0);
+    EXPECT_EQ(deviceMemoryMappings(), mappings);
+    parent.send(kDone);
+  });
+  const size_t baseline = freeBytes();
+  std::vector<void*> blocks(kBlocks);
+  for (int b = 0; b < kBlocks; ++b) {
+    MAIA_ASSERT_OK(maiaMalloc(&blocks[b], kWords * sizeof(int64_t)));
+    upload(blocks[b], iota(kWords, b * kWords));
+    maiaIpcMemHandle_t handle;
+    MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, blocks[b]));
+    child.send(handle);
+  }
+  EXPECT_EQ(child.receive<Signal>(), kReady);
+  for (int b = 0; b < kBlocks; b += 2) MAIA_ASSERT_OK(maiaFree(blocks[b]));  // racing the opens
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  for (int b = 1; b < kBlocks; b += 2) MAIA_ASSERT_OK(maiaFree(blocks[b]));
+  EXPECT_EQ(freeBytes(), baseline);
   EXPECT_TRUE(child.join());
 }
 
