@@ -659,3 +659,56 @@ TEST(IpcTest, OpensRacingTheExportersFreesAreEitherValidOrStale) {
 }
 
 }  // namespace
+
+namespace {
+
+/// An owner of an interprocess event: records it behind a gate, opens the
+/// gate when told, and reports when its record completed.
+void gatedOwner(Peer& waiter) {
+  maiaEvent_t event;
+  MAIA_ASSERT_OK(maiaEventCreate(&event, maiaEventInterprocess));
+  static Gate gate;
+  MAIA_ASSERT_OK(maiaLaunchHostFunc(nullptr, Gate::wait, &gate));
+  MAIA_ASSERT_OK(maiaEventRecord(event, nullptr));
+  maiaIpcEventHandle_t handle;
+  MAIA_ASSERT_OK(maiaIpcGetEventHandle(&handle, event));
+  waiter.send(handle);
+  EXPECT_EQ(waiter.receive<Signal>(), kReady);
+  gate.open = true;
+  MAIA_ASSERT_OK(maiaEventSynchronize(event));
+  waiter.send(kDone);
+  EXPECT_EQ(waiter.receive<Signal>(), kExit);
+}
+
+TEST(IpcTest, AStreamWaitsForEventsOfTwoProcesses) {
+  Peer first(gatedOwner);
+  Peer second(gatedOwner);
+  maiaEvent_t events[2];
+  MAIA_ASSERT_OK(maiaIpcOpenEventHandle(&events[0], first.receive<maiaIpcEventHandle_t>()));
+  MAIA_ASSERT_OK(maiaIpcOpenEventHandle(&events[1], second.receive<maiaIpcEventHandle_t>()));
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
+  upload(d, iota(kCount, 0));
+  maiaStream_t stream;
+  MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
+  for (maiaEvent_t event : events) MAIA_ASSERT_OK(maiaStreamWaitEvent(stream, event));
+  axpb(d, kCount, 1, 1, stream);
+  first.send(kReady);
+  EXPECT_EQ(first.receive<Signal>(), kDone);
+  EXPECT_EQ(maiaEventQuery(events[0]), maiaSuccess);
+  EXPECT_EQ(maiaStreamQuery(stream), maiaErrorNotReady);  // the second still holds it
+  EXPECT_EQ(download(d, kCount), iota(kCount, 0));
+  second.send(kReady);
+  EXPECT_EQ(second.receive<Signal>(), kDone);
+  MAIA_ASSERT_OK(maiaStreamSynchronize(stream));
+  EXPECT_EQ(download(d, kCount), iota(kCount, 1));
+  for (Peer* peer : {&first, &second}) {
+    peer->send(kExit);
+    EXPECT_TRUE(peer->join());
+  }
+  for (maiaEvent_t event : events) MAIA_ASSERT_OK(maiaEventDestroy(event));
+  MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+}  // namespace

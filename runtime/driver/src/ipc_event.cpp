@@ -4,7 +4,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <climits>
+#include <ctime>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -18,8 +20,8 @@
 namespace maia::driver::ipc {
 namespace {
 
-/// How long the watcher sleeps on one wait before it looks at the others
-/// and at the owners' pidfds: the bound on noticing an owner's exit.
+/// How long the watcher sleeps before it looks at the owners' pidfds: the
+/// bound on noticing an owner's exit.
 constexpr long kWatchSliceNs = 2'000'000;
 
 void atomicMax(std::atomic<uint64_t>& value, uint64_t candidate) {
@@ -35,9 +37,40 @@ void futexWake(std::atomic<uint32_t>& word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
           0);
 }
-void futexWait(std::atomic<uint32_t>& word, uint32_t seen, long timeout_ns) {
+
+/// One word futexWaitAny sleeps on: a shared word of a peer's table, or a
+/// word of this process.
+struct SleepWord {
+  std::atomic<uint32_t>* word;
+  uint32_t seen;
+  bool shared;
+};
+
+/// Sleeps until one of words changes (or is woken), or timeout_ns pass.
+/// futex_waitv (Linux 5.16) sleeps on all of them at once; without it, on
+/// the first only, the others being seen within the timeout.
+void futexWaitAny(const std::vector<SleepWord>& words, long timeout_ns) {
+  static std::atomic<bool> have_waitv{true};
+  if (have_waitv.load(std::memory_order_relaxed)) {
+    std::vector<futex_waitv> waiters;
+    for (const SleepWord& w : words)
+      waiters.push_back(futex_waitv{w.seen, reinterpret_cast<uintptr_t>(w.word),
+                                    FUTEX_32 | (w.shared ? 0u : FUTEX_PRIVATE_FLAG), 0});
+    timespec deadline{};
+    clock_gettime(CLOCK_MONOTONIC, &deadline);
+    deadline.tv_nsec += timeout_ns;
+    deadline.tv_sec += deadline.tv_nsec / 1'000'000'000;
+    deadline.tv_nsec %= 1'000'000'000;
+    if (syscall(SYS_futex_waitv, waiters.data(), waiters.size(), 0, &deadline,
+                CLOCK_MONOTONIC) >= 0 ||
+        errno != ENOSYS)
+      return;
+    have_waitv.store(false, std::memory_order_relaxed);
+  }
+  const SleepWord& first = words.front();
   timespec timeout{0, timeout_ns};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAIT, seen, &timeout, nullptr, 0);
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(first.word),
+          first.shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, first.seen, &timeout, nullptr, 0);
 }
 
 /// One wait for record `sequence` of an imported event.
@@ -73,24 +106,40 @@ class Watcher {
         thread_started_ = true;
         std::thread([this] { run(); }).detach();
       }
+      kick_.fetch_add(1, std::memory_order_seq_cst);
     }
     added_.notify_one();
+    // If it sleeps on the words of other waits, it must add this one's.
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&kick_), FUTEX_WAKE_PRIVATE, 1, nullptr,
+            nullptr, 0);
   }
 
  private:
   void run() {
     while (true) {
       std::vector<std::shared_ptr<Wait>> waits;
+      std::vector<SleepWord> words;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         added_.wait(lock, [&] { return !waits_.empty(); });
         waits = waits_;
+        words.push_back({&kick_, kick_.load(std::memory_order_seq_cst), /*shared=*/false});
       }
-      // Announce the sleep and read the futex word before checking, so a
-      // completion after the check either changes the word or sees us.
-      EventSlot& first = *waits.front()->event->slot;
-      first.sleepers.fetch_add(1, std::memory_order_seq_cst);
-      const uint32_t seen = first.signal.load(std::memory_order_seq_cst);
+      // Sleep on the futex word of every event awaited, so that any owner's
+      // completion wakes us at once. Announce the sleep and read the words
+      // before checking the waits: a completion after the check either
+      // changes a word or sees a sleeper and wakes it.
+      std::vector<EventSlot*> slots;
+      for (const auto& wait : waits) {
+        EventSlot* slot = wait->event->slot;
+        if (slots.size() + 1 >= FUTEX_WAITV_MAX ||
+            std::find(slots.begin(), slots.end(), slot) != slots.end())
+          continue;  // beyond the limit: seen within the slice
+        slots.push_back(slot);
+        slot->sleepers.fetch_add(1, std::memory_order_seq_cst);
+        words.push_back({&slot->signal, slot->signal.load(std::memory_order_seq_cst),
+                         /*shared=*/true});
+      }
       bool changed = false;
       for (auto& wait : waits) {
         if (wait->met()) {
@@ -108,9 +157,9 @@ class Watcher {
         std::erase_if(waits_, [](const auto& w) { return w->released.load(); });
         scheduler().notifyExternal();
       } else {
-        futexWait(first.signal, seen, kWatchSliceNs);
+        futexWaitAny(words, kWatchSliceNs);
       }
-      first.sleepers.fetch_sub(1, std::memory_order_seq_cst);
+      for (EventSlot* slot : slots) slot->sleepers.fetch_sub(1, std::memory_order_seq_cst);
     }
   }
 
@@ -118,6 +167,7 @@ class Watcher {
   std::condition_variable added_;
   std::vector<std::shared_ptr<Wait>> waits_;
   bool thread_started_ = false;
+  std::atomic<uint32_t> kick_{0};  // bumped by add(): wakes the watcher's sleep
 };
 
 /// Holds its stream until the wait is met (or failed: then the device is

@@ -2,8 +2,9 @@
 // its record counters in a slot of this process's IPC table, where another
 // process that opened its handle reads them. A stream there waits for a
 // record without a host round trip: the wait command is ready once the
-// counter reaches it; a watcher thread sleeps on the slot's futex word (and
-// the owner's pidfd), and wakes the cores when the wait is met or fails.
+// counter reaches it; a watcher thread sleeps on the futex words of every
+// awaited slot at once (futex_waitv), polls the owners' pidfds every 2 ms,
+// and wakes the cores when a wait is met or fails.
 #pragma once
 
 #include <maia/runtime.h>
