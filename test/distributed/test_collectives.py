@@ -151,6 +151,22 @@ def check_batch_isend_irecv(rank, world):
     torch.testing.assert_close(got_next.cpu(), value(nxt, (5,), torch.float32) * 2)
 
 
+def check_recv_any_source(rank, world):
+    """Rank 0 receives one tensor from every other rank, in whatever order
+    they arrive, and learns each sender."""
+    d = dev(rank)
+    if rank == 0:
+        senders = []
+        for _ in range(world - 1):
+            t = torch.zeros(3, device=d)
+            src = dist.recv(t)  # no src: from any rank
+            torch.testing.assert_close(t.cpu(), value(src, (3,), torch.float32))
+            senders.append(src)
+        assert sorted(senders) == list(range(1, world)), senders
+    else:
+        dist.send(value(rank, (3,), torch.float32).to(d), dst=0)
+
+
 def check_coalesced(rank, world):
     """What DDP and FSDP2 use: allreduce_coalesced, and coalescing groups of
     all_reduce, all_gather_into_tensor and reduce_scatter_tensor."""
@@ -396,6 +412,9 @@ class TestCollectives:
     def test_batch_isend_irecv(self, world2):
         world2.run(check_batch_isend_irecv)
 
+    def test_recv_from_any_source(self, world2):
+        world2.run(check_recv_any_source)
+
     def test_coalesced_forms(self, world2):
         world2.run(check_coalesced)
 
@@ -422,6 +441,9 @@ class TestFourRanks:
 
     def test_coalesced_forms(self, world4):
         world4.run(check_coalesced)
+
+    def test_recv_from_any_source(self, world4):
+        world4.run(check_recv_any_source)
 
     def test_new_group_and_split_group(self, world4):
         world4.run(check_groups)

@@ -23,9 +23,22 @@ class MLP(nn.Module):
         return self.net(x)
 
 
-def make_model(unused_branch=False):
+class Block(nn.Module):
+    """A transformer encoder block (attention, layer norms, feed-forward)."""
+
+    def __init__(self):
+        super().__init__()
+        self.block = nn.TransformerEncoderLayer(d_model=8, nhead=2, dim_feedforward=16,
+                                                dropout=0.0, batch_first=True)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return self.head(self.block(x.view(x.shape[0], 2, 4).repeat(1, 1, 2))).sum(1)
+
+
+def make_model(unused_branch=False, kind="mlp"):
     torch.manual_seed(0)
-    return MLP(unused_branch)
+    return Block() if kind == "transformer" else MLP(unused_branch)
 
 
 def batch(step, micro=0):
@@ -33,9 +46,9 @@ def batch(step, micro=0):
     return torch.randn(BATCH, 8, generator=g), torch.randn(BATCH, 4, generator=g)
 
 
-def train_reference(unused_branch, micro_batches):
+def train_reference(unused_branch, micro_batches, kind="mlp"):
     """One process, whole batches, on the CPU."""
-    model = make_model(unused_branch)
+    model = make_model(unused_branch, kind)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
     for step in range(STEPS):
         for micro in range(micro_batches):
@@ -46,10 +59,10 @@ def train_reference(unused_branch, micro_batches):
     return [p.detach() for p in model.parameters()]
 
 
-def train_ddp(rank, world, ddp_kwargs, micro_batches=1):
+def train_ddp(rank, world, ddp_kwargs, micro_batches=1, kind="mlp"):
     d = torch.device("maia", rank)
     unused = ddp_kwargs.get("find_unused_parameters", False)
-    model = make_model(unused).to(d)
+    model = make_model(unused, kind).to(d)
     if rank != 0:
         # DDP starts every rank from rank 0's parameters (a broadcast).
         with torch.no_grad():
@@ -70,7 +83,7 @@ def train_ddp(rank, world, ddp_kwargs, micro_batches=1):
                 loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=False)
-    expected = train_reference(unused, micro_batches)
+    expected = train_reference(unused, micro_batches, kind)
     for p, e in zip(model.parameters(), expected):
         torch.testing.assert_close(p.detach().cpu(), e, rtol=1e-4, atol=1e-5)
 
@@ -126,6 +139,14 @@ class TestDDP:
 
     def test_find_unused_parameters(self, world2):
         world2.run(train_ddp, {"find_unused_parameters": True})
+
+
+    def test_transformer_block(self, world2):
+        world2.run(train_ddp, {"bucket_cap_mb": 0.002}, 1, "transformer")
+
+    def test_four_ranks(self, world4):
+        world4.run(train_ddp, {"bucket_cap_mb": 0.002})
+        world4.run(train_ddp, {}, 1, "transformer")
 
 
 class TestFSDP2:

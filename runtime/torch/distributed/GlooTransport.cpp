@@ -46,6 +46,7 @@ using ExchangeStep = std::function<c10::intrusive_ptr<c10d::Work>()>;
 /// other's first operation).
 struct Exchange {
   std::vector<ExchangeStep> steps;
+  std::vector<std::function<void()>> on_exchanged;
   std::shared_ptr<LaunchStatus> status;
   std::string label;
   std::chrono::milliseconds timeout;
@@ -79,6 +80,7 @@ void runExchange(void* user_data) {
     works.reserve(exchange->steps.size());
     for (auto& step : exchange->steps) works.push_back(step());
     for (auto& work : works) work->wait(exchange->timeout);
+    for (auto& done : exchange->on_exchanged) done();
   } catch (const std::exception& error) {
     fail(*exchange, describe(error));
   } catch (...) {
@@ -256,6 +258,20 @@ void GlooTransport::recv(Launch& launch, const at::Tensor& buffer, int peer, int
   upload(launch, host, buffer);
 }
 
+void GlooTransport::recvAnysource(Launch& launch, const at::Tensor& buffer, int tag,
+                                  std::shared_ptr<std::atomic<int>> source) {
+  TORCH_CHECK(buffer.numel() > 0, "maia c10d: recv from any source needs a non-empty tensor");
+  at::Tensor host = stage(launch, buffer, false);
+  auto work = std::make_shared<c10::intrusive_ptr<c10d::Work>>();
+  launch.steps.push_back([gloo = gloo_, host, tag, work] {
+    std::vector<at::Tensor> tensors{bytesOf(host)};
+    *work = gloo->recvAnysource(tensors, tag);
+    return *work;
+  });
+  launch.on_exchanged.push_back([work, source] { source->store((*work)->sourceRank()); });
+  upload(launch, host, buffer);
+}
+
 void GlooTransport::barrier(Launch& launch) {
   launch.steps.push_back([gloo = gloo_] { return gloo->barrier(); });
 }
@@ -264,12 +280,14 @@ void GlooTransport::exchange(Launch& launch) {
   if (launch.steps.empty()) return;
   auto exchange = std::make_unique<Exchange>();
   exchange->steps = std::move(launch.steps);
+  exchange->on_exchanged = std::move(launch.on_exchanged);
   exchange->status = launch.status;
   exchange->label = launch.label;
   exchange->timeout = launch.timeout;
   MAIA_CHECK(maiaLaunchHostFunc(driverStream(launch.stream), &runExchange, exchange.get()));
   exchange.release();  // runExchange owns it now
   launch.steps.clear();
+  launch.on_exchanged.clear();
 }
 
 }  // namespace torch_maia::distributed

@@ -42,6 +42,8 @@ class GlooTransport final : public Transport {
                 std::vector<int64_t> output_split_bytes) override;
   void send(Launch& launch, const at::Tensor& buffer, int peer, int tag) override;
   void recv(Launch& launch, const at::Tensor& buffer, int peer, int tag) override;
+  void recvAnysource(Launch& launch, const at::Tensor& buffer, int tag,
+                     std::shared_ptr<std::atomic<int>> source) override;
   void barrier(Launch& launch) override;
   void exchange(Launch& launch) override;
 

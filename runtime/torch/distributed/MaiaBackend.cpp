@@ -277,10 +277,12 @@ class MaiaBackend::Call {
     for (const auto& t : tensors) keepAlive(t, pending_->launch.stream);
   }
 
-  c10::intrusive_ptr<c10d::Work> finish(std::vector<at::Tensor> outputs, bool blocking = false) {
+  c10::intrusive_ptr<c10d::Work> finish(std::vector<at::Tensor> outputs, bool blocking = false,
+                                        std::shared_ptr<std::atomic<int>> source = nullptr) {
     keep(outputs);
     auto work = c10::make_intrusive<MaiaWork>(rank(), op_, pending_->launch.seq, pending_->end,
                                               std::move(outputs), blocking);
+    if (source) work->setSource(std::move(source));
     pending_->works.push_back(work);
     if (owned_) backend_.flush(*owned_);
     return work;
@@ -735,6 +737,18 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::recv(std::vector<at::Tensor>& tensor
   call.transport().recv(call.launch(), flat, src_rank, tag);
   copyBack(call.launch(), tensors[0], flat);
   return call.finish(tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                          int tag) {
+  TORCH_CHECK(tensors.size() == 1, "maia c10d: recv takes one tensor");
+  auto device = checkTensors({&tensors}, "recv");
+  Call call(*this, OpType::RECVANYSOURCE, device);
+  auto source = std::make_shared<std::atomic<int>>(-1);
+  at::Tensor flat = recvBuffer(tensors[0]);
+  call.transport().recvAnysource(call.launch(), flat, tag, source);
+  copyBack(call.launch(), tensors[0], flat);
+  return call.finish(tensors, /*blocking=*/true, source);
 }
 
 c10::intrusive_ptr<c10d::Work> MaiaBackend::barrier(const c10d::BarrierOptions& opts) {

@@ -83,4 +83,12 @@ bool MaiaWork::wait(std::chrono::milliseconds /*timeout*/) {
 
 void MaiaWork::synchronize() { blockCallerStream(); }
 
+int MaiaWork::sourceRank() const {
+  TORCH_CHECK(source_ != nullptr, "maia c10d: sourceRank() is for receives from any source");
+  int source = source_->load(std::memory_order_acquire);
+  TORCH_CHECK(source >= 0, "maia c10d: the receive from any source has not completed; wait() "
+              "first");
+  return source;
+}
+
 }  // namespace torch_maia::distributed

@@ -42,6 +42,10 @@ class MaiaWork final : public c10d::Work {
   void synchronize() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   uint64_t getSequencenumber() const override { return seq_; }
+  /// The sender of a receive from any source (its wait() blocks, as
+  /// torch.distributed.recv reads the source right after waiting).
+  int sourceRank() const override;
+  void setSource(std::shared_ptr<std::atomic<int>> source) { source_ = std::move(source); }
 
   /// Completed (stream-ordered: consumers wait on an event recorded on the
   /// communication stream) by the backend once the launch is enqueued.
@@ -57,6 +61,7 @@ class MaiaWork final : public c10d::Work {
   std::vector<at::Tensor> outputs_;
   bool blocking_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::shared_ptr<std::atomic<int>> source_;
 };
 
 }  // namespace torch_maia::distributed

@@ -64,6 +64,8 @@ struct Launch {
   std::vector<std::function<void()>> release;
   /// The transport's pending exchange steps (opaque to the backend).
   std::vector<std::function<c10::intrusive_ptr<c10d::Work>()>> steps;
+  /// Run by the exchange once every step has completed (on a driver core).
+  std::vector<std::function<void()>> on_exchanged;
 };
 
 /// Buffers are contiguous 1-D device tensors on launch.device. Reductions get
@@ -98,6 +100,10 @@ class Transport {
                         std::vector<int64_t> output_split_bytes) = 0;
   virtual void send(Launch& launch, const at::Tensor& buffer, int peer, int tag) = 0;
   virtual void recv(Launch& launch, const at::Tensor& buffer, int peer, int tag) = 0;
+  /// Receives from whichever rank sends with tag; stores its rank in *source
+  /// once the exchange is done.
+  virtual void recvAnysource(Launch& launch, const at::Tensor& buffer, int tag,
+                             std::shared_ptr<std::atomic<int>> source) = 0;
   virtual void barrier(Launch& launch) = 0;
 
   /// Enqueues the launch's exchange on launch.stream (after what the calls

@@ -52,6 +52,8 @@ PYBIND11_DECLARE_HOLDER_TYPE(T, torch_maia::distributed::NoGilHolder<T>, true)
 namespace torch_maia::distributed {
 
 void initDistributedBindings(py::module& m) {
+  // torch built without distributed support has no c10d module: no backend.
+  if (!py::hasattr(py::module::import("torch._C"), "_distributed_c10d")) return;
   py::module dist = m.def_submodule("_distributed", "maia c10d backend");
   py::object backend_base = py::module::import("torch._C._distributed_c10d").attr("Backend");
   // Deep-copyable (split_group copies its parent's options; torch's base
