@@ -393,6 +393,33 @@ def check_groups(rank, world):
     assert t.item() == world
 
 
+# ---------------------------------------------------------------- functional
+
+def check_functional_collectives(rank, world):
+    """torch.distributed._functional_collectives (the _c10d_functional ops and
+    wait_tensor) run through the backend, eagerly and inside a graph compiled
+    for maia with no graph break."""
+    import torch.distributed._functional_collectives as funcol
+
+    d = dev(rank)
+    group = dist.group.WORLD
+    t = torch.full((4,), float(rank + 1), device=d)
+    total = float(world * (world + 1) / 2)
+    assert funcol.all_reduce(t, "sum", group).cpu().tolist() == [total] * 4
+    gathered = funcol.all_gather_single(t, 0, group)
+    assert gathered.cpu().tolist() == [float(r + 1) for r in range(world) for _ in range(4)]
+
+    def step(x):
+        y = funcol.all_reduce(x * 2, "sum", group)
+        return funcol.reduce_scatter_single(y + 1, "sum", 0, group)
+
+    x = torch.full((world * 2,), float(rank + 1), device=d)
+    compiled = torch.compile(step, fullgraph=True)
+    expected = step(x).cpu()
+    torch.testing.assert_close(compiled(x).cpu(), expected)
+    assert expected.tolist() == [world * (2 * total + 1)] * 2
+
+
 class TestCollectives:
     def test_all_reduce_every_op_and_dtype(self, world2):
         world2.run(check_all_reduce)
@@ -426,6 +453,9 @@ class TestCollectives:
 
     def test_new_group_and_split_group(self, world2):
         world2.run(check_groups)
+
+    def test_functional_collectives_eager_and_compiled(self, world2):
+        world2.run(check_functional_collectives)
 
     def test_no_host_fallback_ran(self, world2):
         world2.run(check_no_host_fallback)

@@ -151,6 +151,15 @@ ReduceOp::RedOpType wireOp(const ReduceOp& op, at::ScalarType dtype, const char*
   }
 }
 
+/// wireOp of every tensor, checked before anything is enqueued.
+std::vector<ReduceOp::RedOpType> wireOps(const std::vector<at::Tensor>& tensors,
+                                         const ReduceOp& op, const char* collective) {
+  std::vector<ReduceOp::RedOpType> ops;
+  ops.reserve(tensors.size());
+  for (const auto& t : tensors) ops.push_back(wireOp(op, t.scalar_type(), collective));
+  return ops;
+}
+
 /// The reduction's input: t itself, flat, when it is already what the
 /// transport takes and may be overwritten (in-place collectives); otherwise
 /// a converted copy, premultiplied for PREMUL_SUM. Runs on the current
@@ -240,6 +249,20 @@ void keepAlive(const at::Tensor& t, const c10::Stream& stream) {
 }  // namespace
 
 struct MaiaBackend::Pending {
+  Pending() = default;
+  Pending(const Pending&) = delete;
+  Pending& operator=(const Pending&) = delete;
+  /// A launch abandoned by an error still releases its staging buffers the
+  /// safe way (recorded on the stream that may still copy into them).
+  ~Pending() {
+    for (auto& release : launch.release) {
+      try {
+        release();
+      } catch (...) {
+      }
+    }
+  }
+
   Launch launch;
   std::shared_ptr<LaunchEnd> end;
   Transport* transport = nullptr;
@@ -377,9 +400,11 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::broadcast(std::vector<at::Tensor>& t
 c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                       const c10d::AllreduceOptions& opts) {
   auto device = checkTensors({&tensors}, "allreduce");
+  auto ops = wireOps(tensors, opts.reduceOp, "allreduce");
   Call call(*this, OpType::ALLREDUCE, device);
-  for (const auto& t : tensors) {
-    auto op = wireOp(opts.reduceOp, t.scalar_type(), "allreduce");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i];
+    auto op = ops[i];
     at::Tensor flat = reductionInput(t, opts.reduceOp, /*may_alias=*/true);
     call.transport().allreduce(call.launch(), flat, op);
     finishReduction(call.launch(), t, flat, opts.reduceOp, getSize());
@@ -391,9 +416,11 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   // One launch: the exchanges of all tensors run in one host function.
   auto device = checkTensors({&tensors}, "allreduce_coalesced");
+  auto ops = wireOps(tensors, opts.reduceOp, "allreduce_coalesced");
   Call call(*this, OpType::ALLREDUCE_COALESCED, device);
-  for (const auto& t : tensors) {
-    auto op = wireOp(opts.reduceOp, t.scalar_type(), "allreduce_coalesced");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i];
+    auto op = ops[i];
     at::Tensor flat = reductionInput(t, opts.reduceOp, /*may_alias=*/true);
     call.transport().allreduce(call.launch(), flat, op);
     finishReduction(call.launch(), t, flat, opts.reduceOp, getSize());
@@ -404,11 +431,13 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduce_coalesced(
 c10::intrusive_ptr<c10d::Work> MaiaBackend::reduce(std::vector<at::Tensor>& tensors,
                                                    const c10d::ReduceOptions& opts) {
   auto device = checkTensors({&tensors}, "reduce");
+  auto ops = wireOps(tensors, opts.reduceOp, "reduce");
   Call call(*this, OpType::REDUCE, device);
   call.keep(tensors);
   bool root = getRank() == opts.rootRank;
-  for (const auto& t : tensors) {
-    auto op = wireOp(opts.reduceOp, t.scalar_type(), "reduce");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i];
+    auto op = ops[i];
     // Only the root's tensor changes: elsewhere the transport gets a copy.
     at::Tensor flat = reductionInput(t, opts.reduceOp, /*may_alias=*/root);
     call.transport().reduce(call.launch(), flat, static_cast<int>(opts.rootRank), op);
