@@ -111,7 +111,8 @@ class MaiaBackend final : public c10d::Backend {
   GlooTransport gloo_transport_;
   std::chrono::milliseconds timeout_;
   std::string group_name_;
-  uint64_t seq_ = 0;
+  /// Launches issued (DDP's reducer issues from the autograd thread).
+  std::atomic<uint64_t> seq_{0};
   bool coalescing_ = false;
   std::unique_ptr<Pending> group_;  // the coalescing group, once it has an operation
   /// The first failure of any launch of this group.
