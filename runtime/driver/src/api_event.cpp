@@ -1,6 +1,7 @@
 // C API: events.
 #include "device.h"
 #include "event.h"
+#include "graph_capture.h"
 #include "handle_registry.h"
 #include "ipc_event.h"
 #include "scheduler.h"
@@ -72,6 +73,13 @@ maiaError_t maiaEventRecord(maiaEvent_t event, maiaStream_t stream) {
                             "process that created it"));
   std::shared_ptr<Stream> target;
   MAIA_RETURN_REPORT(resolveStream(stream, &target));
+  if (target->capturing.load(std::memory_order_acquire)) [[unlikely]] {
+    if (std::shared_ptr<Capture> capture = captureOf(target.get())) {
+      if (marker->shared)
+        return report(capture->invalidate(target.get(), "recording an interprocess event"));
+      return report(capture->addEventRecord(std::move(marker)));  // a record per replay
+    }
+  }
   auto record = std::make_shared<EventRecord>();
   if (marker->shared) {
     record->shared_slot = marker->shared->slot;

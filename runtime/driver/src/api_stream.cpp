@@ -4,6 +4,7 @@
 #include "activity.h"
 #include "device.h"
 #include "event.h"
+#include "graph_capture.h"
 #include "ipc_event.h"
 
 using namespace maia::driver;
@@ -101,6 +102,10 @@ maiaError_t maiaStreamWaitEvent(maiaStream_t stream, maiaEvent_t event) {
   MAIA_RETURN_REPORT(resolveStream(stream, &target));
   std::shared_ptr<Event> marker;
   MAIA_RETURN_REPORT(resolveEvent(event, &marker));
+  if (target->capturing.load(std::memory_order_acquire)) [[unlikely]] {
+    if (std::shared_ptr<Capture> capture = captureOf(target.get()))
+      return report(capture->addEventWait(target.get(), *marker));
+  }
   if (marker->shared && marker->shared->imported()) {
     std::unique_ptr<Command> wait;
     MAIA_RETURN_REPORT(ipc::makeWaitCommand(marker->shared, target->device, &wait));

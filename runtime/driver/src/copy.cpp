@@ -5,6 +5,7 @@
 
 #include "activity.h"
 #include "device.h"
+#include "graph_capture.h"
 #include "host_memory.h"
 #include "scheduler.h"
 
@@ -213,6 +214,12 @@ Status copyMemory(void* dst, const void* src, size_t bytes, maiaMemcpyKind kind,
   // As on silicon, pageable host memory cannot be read or written by the
   // device asynchronously: the copy completes before the call returns.
   bool wait = synchronous || to.pageable || from.pageable;
+  if (Stream* target = stream != nullptr ? stream : device->defaultStream();
+      wait && target->capturing.load(std::memory_order_acquire)) [[unlikely]]
+    MAIA_RETURN_IF_ERROR(captureViolation(target, to.pageable || from.pageable
+                                                      ? "a copy with pageable host memory (it "
+                                                        "is synchronous; use pinned memory)"
+                                                      : "a synchronous copy (maiaMemcpy)"));
   if (wait && bytes < kMinBytesPerChunk) {
     // A small copy the caller waits for, on a stream with nothing queued,
     // is done by the calling thread at once, as a synchronizing call's

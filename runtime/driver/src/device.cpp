@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "fault.h"
+#include "graph_capture.h"
 #include "handle_registry.h"
 #include "scheduler.h"
 
@@ -93,8 +94,13 @@ std::vector<std::shared_ptr<Stream>> Device::streams() const {
 
 Status synchronizeDevice(Device* device, bool report_sticky) {
   std::vector<std::pair<std::shared_ptr<Stream>, uint64_t>> targets;
-  for (auto& stream : device->streams())
+  for (auto& stream : device->streams()) {
+    if (stream->capturing.load(std::memory_order_acquire)) [[unlikely]]
+      MAIA_RETURN_IF_ERROR(captureViolation(stream.get(),
+                                            "synchronizing its device (maiaDeviceSynchronize, "
+                                            "maiaFree, maiaDeviceReset)"));
     targets.emplace_back(stream, stream->commands.enqueued());
+  }
   scheduler().waitUntil(
       [&] {
         for (auto& [stream, target] : targets)

@@ -44,6 +44,10 @@ ErrorText textOf(maiaError_t error) {
       return {"maiaErrorInitialization", "driver initialization failed"};
     case maiaErrorPeerExited:
       return {"maiaErrorPeerExited", "the process that shared the IPC handle exited"};
+    case maiaErrorStreamCaptureUnsupported:
+      return {"maiaErrorStreamCaptureUnsupported", "operation not allowed while a stream captures"};
+    case maiaErrorStreamCaptureInvalidated:
+      return {"maiaErrorStreamCaptureInvalidated", "the stream capture was invalidated"};
   }
   return {"maiaErrorUnknown", "unknown error code"};
 }

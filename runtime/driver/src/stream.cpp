@@ -2,6 +2,7 @@
 
 #include "activity.h"
 #include "device.h"
+#include "graph_capture.h"
 #include "handle_registry.h"
 #include "scheduler.h"
 
@@ -59,6 +60,10 @@ Status destroyStream(maiaStream_t handle) {
   if (handle == nullptr || stream->is_default)
     return makeError(maiaErrorInvalidHandle, "the default stream of maia:",
                      stream->device->index(), " cannot be destroyed");
+  if (stream->capturing.load(std::memory_order_acquire))
+    return makeError(maiaErrorStreamCaptureUnsupported, "cannot destroy stream ",
+                     static_cast<const void*>(handle),
+                     ": it is capturing a graph; end the capture first");
   if (uint64_t pending = stream->commands.closeIfIdle(); pending != 0)
     return makeError(maiaErrorStreamBusy, "cannot destroy stream ",
                      static_cast<const void*>(handle), ": ", pending,
@@ -71,6 +76,10 @@ Status destroyStream(maiaStream_t handle) {
 
 Status enqueue(Stream* stream, std::unique_ptr<Command> cmd) {
   MAIA_RETURN_IF_ERROR(stream->device->stickyError());
+  if (stream->capturing.load(std::memory_order_relaxed)) [[unlikely]] {
+    if (std::shared_ptr<Capture> capture = captureOf(stream))
+      return capture->add(std::move(cmd));  // recorded, not run (graph_capture.h)
+  }
   // The profiler's one cost on this path when it is off: a relaxed load.
   if (activityEnabled()) [[unlikely]]
     beginActivity(*cmd, stream->device->index(), stream->id);
@@ -92,6 +101,9 @@ Status enqueue(Stream* stream, std::unique_ptr<Command> cmd) {
 }
 
 Status synchronizeStream(Stream* stream) {
+  if (stream->capturing.load(std::memory_order_acquire)) [[unlikely]]
+    MAIA_RETURN_IF_ERROR(captureViolation(stream, "synchronizing the stream (maiaStreamSynchronize, "
+                                                  "or a synchronous call ordered on it)"));
   const uint64_t target = stream->commands.enqueued();
   scheduler().waitUntil([&] { return stream->commands.completed() >= target; }, stream);
   return stream->device->stickyError();

@@ -13,6 +13,7 @@
 
 namespace maia::driver {
 class Device;
+class Capture;  // graph_capture.h
 }
 
 struct maiaStream {
@@ -31,6 +32,13 @@ struct maiaStream {
   maia::driver::CommandQueue commands;
 
   bool idle() const { return commands.idle(); }
+
+  /// Graph capture (graph_capture.h): while set, enqueue() hands commands to
+  /// `capture` instead of the queue. The flag is what the launch path reads
+  /// (one relaxed load); `capture` is read and replaced under capture_mutex.
+  std::atomic<bool> capturing{false};
+  std::mutex capture_mutex;
+  std::shared_ptr<maia::driver::Capture> capture;
 };
 
 namespace maia::driver {

@@ -60,6 +60,8 @@ typedef enum maiaError_t {
   maiaErrorLaunchFailure = 15,       /* device work faulted (sticky) */
   maiaErrorInitialization = 16,      /* bad configuration, or use after fork */
   maiaErrorPeerExited = 17,          /* the process that exported an IPC handle exited */
+  maiaErrorStreamCaptureUnsupported = 18, /* not allowed while a stream captures (invalidates it) */
+  maiaErrorStreamCaptureInvalidated = 19, /* the capture was invalidated by an earlier call */
 } maiaError_t;
 
 /** Short constant name of an error code, e.g. "maiaErrorInvalidDevice". */
@@ -345,6 +347,53 @@ MAIA_RUNTIME_API maiaError_t maiaKernelGetArgInfo(maiaKernel_t kernel, int index
 MAIA_RUNTIME_API maiaError_t maiaLaunchKernel(maiaKernel_t kernel, const int64_t grid[3],
                                               const maiaKernelArg* args, int num_args,
                                               maiaStream_t stream);
+
+/* ------------------------------------------------------ graph capture */
+
+/* A stream in capture mode records the work enqueued on it (kernel
+ * launches, device-device copies, async copies from/to pinned host memory,
+ * memsets and fills, host functions, event records, and waits on events
+ * recorded earlier in the same capture) into a graph instead of running it.
+ * Kernel arguments are kept by value, as maiaLaunchKernel copies them: a
+ * replay reads whatever the captured pointers hold at that time.
+ * An instantiated graph (maiaGraphExec_t) is replayed by maiaGraphLaunch as
+ * ONE command on a stream: the recorded commands run in capture order, each
+ * on as many cores as it was split for, the next starting when the previous
+ * one is complete.
+ * While a stream captures, calls that would wait for its recorded work or
+ * run it at once fail with maiaErrorStreamCaptureUnsupported and invalidate
+ * the capture: maiaStreamSynchronize of it, maiaDeviceSynchronize (and
+ * maiaFree, maiaDeviceReset) on its device, synchronous copies ordered on
+ * it (maiaMemcpy on the default stream, copies with pageable host memory),
+ * waits on events not recorded in the capture, interprocess events. Later
+ * work on an invalidated capture fails with
+ * maiaErrorStreamCaptureInvalidated until maiaStreamEndCapture. A device's
+ * default stream cannot capture (synchronous calls order on it). */
+
+typedef struct maiaGraph* maiaGraph_t;
+typedef struct maiaGraphExec* maiaGraphExec_t;
+
+/** Puts stream (not a default stream) in capture mode. Work already queued
+ *  on it keeps running; it is not part of the graph. */
+MAIA_RUNTIME_API maiaError_t maiaStreamBeginCapture(maiaStream_t stream);
+/** Ends capture mode and returns the recorded graph (destroy it with
+ *  maiaGraphDestroy). If the capture was invalidated, capture mode still
+ *  ends, no graph is made, and the error names the call that invalidated it. */
+MAIA_RUNTIME_API maiaError_t maiaStreamEndCapture(maiaStream_t stream, maiaGraph_t* out_graph);
+/** *out_capturing: 1 while stream is in capture mode (also once invalidated). */
+MAIA_RUNTIME_API maiaError_t maiaStreamIsCapturing(maiaStream_t stream, int* out_capturing);
+/** Number of commands a graph recorded. */
+MAIA_RUNTIME_API maiaError_t maiaGraphGetNodeCount(maiaGraph_t graph, size_t* out_count);
+/** Makes a graph replayable. The executable shares the graph's commands:
+ *  the graph may be destroyed right after. */
+MAIA_RUNTIME_API maiaError_t maiaGraphInstantiate(maiaGraphExec_t* out_exec, maiaGraph_t graph);
+/** Enqueues one replay of exec on stream (a stream of the graph's device,
+ *  not capturing). Asynchronous; its host cost does not depend on the
+ *  number of recorded commands (only on the number of event records). */
+MAIA_RUNTIME_API maiaError_t maiaGraphLaunch(maiaGraphExec_t exec, maiaStream_t stream);
+MAIA_RUNTIME_API maiaError_t maiaGraphDestroy(maiaGraph_t graph);
+/** Replays already queued keep what they need alive until they complete. */
+MAIA_RUNTIME_API maiaError_t maiaGraphExecDestroy(maiaGraphExec_t exec);
 
 /* ---------------------------------------------------------- kernel ABI (5) */
 

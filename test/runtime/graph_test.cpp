@@ -1,0 +1,426 @@
+// Graph capture and replay: what a capture records, replays that match eager
+// execution, replays that read changed inputs, calls refused during capture,
+// handle lifetimes, faults inside a replay, and the host cost of a replay.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "test_util.h"
+
+using namespace maia_test;
+
+namespace {
+
+/// A stream for capturing, destroyed at the end of the test.
+struct CaptureStream {
+  maiaStream_t handle = nullptr;
+  CaptureStream() { EXPECT_EQ(maiaStreamCreate(&handle, 0), maiaSuccess); }
+  ~CaptureStream() {
+    maiaStreamSynchronize(handle);
+    maiaStreamDestroy(handle);
+  }
+};
+
+/// The work the replay tests capture and run eagerly: kernels split over
+/// 1..5 programs (so replays run chunks of one kernel on several cores),
+/// a device-device copy, a memset and a pattern fill.
+void enqueueWork(void* a, void* b, int64_t n, maiaStream_t stream) {
+  for (int64_t step = 0; step < 12; ++step) axpb(a, n, 1 + step % 3, step, stream, 0, 1 + step % 5);
+  ASSERT_EQ(maiaMemcpyAsync(b, a, n * sizeof(int64_t), maiaMemcpyDeviceToDevice, stream),
+            maiaSuccess);
+  ASSERT_EQ(maiaMemsetAsync(a, 0, n / 2 * sizeof(int64_t), stream), maiaSuccess);
+  const int64_t seven = 7;
+  ASSERT_EQ(maiaMemsetPatternAsync(static_cast<int64_t*>(b) + n - 3, &seven, sizeof(seven), 3,
+                                   stream),
+            maiaSuccess);
+  axpb(b, n, 5, 1, stream, 0, 4);
+}
+
+TEST(GraphTest, CaptureRecordsWorkWithoutRunningIt) {
+  const int64_t n = 1000;
+  void *a = nullptr, *b = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&a, n * sizeof(int64_t)));
+  MAIA_ASSERT_OK(maiaMalloc(&b, n * sizeof(int64_t)));
+  MAIA_ASSERT_OK(maiaMemset(a, 0, n * sizeof(int64_t)));
+  MAIA_ASSERT_OK(maiaMemset(b, 0, n * sizeof(int64_t)));
+  CaptureStream stream;
+  int capturing = -1;
+  MAIA_ASSERT_OK(maiaStreamIsCapturing(stream.handle, &capturing));
+  EXPECT_EQ(capturing, 0);
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  MAIA_ASSERT_OK(maiaStreamIsCapturing(stream.handle, &capturing));
+  EXPECT_EQ(capturing, 1);
+  enqueueWork(a, b, n, stream.handle);
+  maiaGraph_t graph = nullptr;
+  MAIA_ASSERT_OK(maiaStreamEndCapture(stream.handle, &graph));
+  MAIA_ASSERT_OK(maiaStreamIsCapturing(stream.handle, &capturing));
+  EXPECT_EQ(capturing, 0);
+  size_t nodes = 0;
+  MAIA_ASSERT_OK(maiaGraphGetNodeCount(graph, &nodes));
+  EXPECT_EQ(nodes, 16u);
+  MAIA_ASSERT_OK(maiaStreamSynchronize(stream.handle));
+  EXPECT_EQ(maiaStreamQuery(stream.handle), maiaSuccess);
+  EXPECT_EQ(download(a, n), std::vector<int64_t>(n, 0)) << "captured work must not run";
+  EXPECT_EQ(download(b, n), std::vector<int64_t>(n, 0));
+  MAIA_ASSERT_OK(maiaGraphDestroy(graph));
+  MAIA_ASSERT_OK(maiaFree(a));
+  MAIA_ASSERT_OK(maiaFree(b));
+}
+
+TEST(GraphTest, ReplayGivesTheSameResultsAsEagerExecution) {
+  const int64_t n = 100'003;  // several chunks per kernel, uneven split
+  void *a = nullptr, *b = nullptr, *ea = nullptr, *eb = nullptr;
+  for (void** p : {&a, &b, &ea, &eb}) {
+    MAIA_ASSERT_OK(maiaMalloc(p, n * sizeof(int64_t)));
+    MAIA_ASSERT_OK(maiaMemset(*p, 0, n * sizeof(int64_t)));
+  }
+  std::vector<int64_t> start(n);
+  for (int64_t i = 0; i < n; ++i) start[i] = i * 31 - 5;
+  MAIA_ASSERT_OK(maiaMemcpy(a, start.data(), n * sizeof(int64_t), maiaMemcpyHostToDevice));
+  MAIA_ASSERT_OK(maiaMemcpy(ea, start.data(), n * sizeof(int64_t), maiaMemcpyHostToDevice));
+  CaptureStream stream;
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  enqueueWork(a, b, n, stream.handle);
+  maiaGraph_t graph = nullptr;
+  MAIA_ASSERT_OK(maiaStreamEndCapture(stream.handle, &graph));
+  maiaGraphExec_t exec = nullptr;
+  MAIA_ASSERT_OK(maiaGraphInstantiate(&exec, graph));
+  MAIA_ASSERT_OK(maiaGraphLaunch(exec, stream.handle));
+  enqueueWork(ea, eb, n, nullptr);
+  MAIA_ASSERT_OK(maiaDeviceSynchronize());
+  std::vector<int64_t> expected_a = download(ea, n), expected_b = download(eb, n);
+  EXPECT_EQ(download(a, n), expected_a);
+  EXPECT_EQ(download(b, n), expected_b);
+  // A second replay continues from the first one's results, as a second
+  // eager run would.
+  MAIA_ASSERT_OK(maiaGraphLaunch(exec, stream.handle));
+  enqueueWork(ea, eb, n, nullptr);
+  MAIA_ASSERT_OK(maiaDeviceSynchronize());
+  EXPECT_EQ(download(a, n), download(ea, n));
+  EXPECT_EQ(download(b, n), download(eb, n));
+  MAIA_ASSERT_OK(maiaGraphExecDestroy(exec));
+  MAIA_ASSERT_OK(maiaGraphDestroy(graph));
+  for (void* p : {a, b, ea, eb}) MAIA_ASSERT_OK(maiaFree(p));
+}
+
+TEST(GraphTest, ReplaysManyTimesInStreamOrder) {
+  const int64_t n = 4096;
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, n * sizeof(int64_t)));
+  MAIA_ASSERT_OK(maiaMemset(d, 0, n * sizeof(int64_t)));
+  CaptureStream stream;
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  axpb(d, n, 1, 1, stream.handle, 0, 3);
+  axpb(d, n, 3, 0, stream.handle, 0, 2);
+  maiaGraph_t graph = nullptr;
+  MAIA_ASSERT_OK(maiaStreamEndCapture(stream.handle, &graph));
+  maiaGraphExec_t exec = nullptr;
+  MAIA_ASSERT_OK(maiaGraphInstantiate(&exec, graph));
+  int64_t expected = 0;
+  for (int i = 0; i < 2000; ++i) {
+    MAIA_ASSERT_OK(maiaGraphLaunch(exec, stream.handle));
+    expected = axpbValue(axpbValue(expected, 1, 1), 3, 0);
+    if (i % 500 == 0) axpb(d, n, 1, 2, stream.handle);  // eager work between replays
+    if (i % 500 == 0) expected = axpbValue(expected, 1, 2);
+  }
+  MAIA_ASSERT_OK(maiaStreamSynchronize(stream.handle));
+  EXPECT_EQ(download(d, n), std::vector<int64_t>(n, expected));
+  MAIA_ASSERT_OK(maiaGraphExecDestroy(exec));
+  MAIA_ASSERT_OK(maiaGraphDestroy(graph));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+TEST(GraphTest, ReplayReadsInputsChangedSinceTheCapture) {
+  const int64_t n = 64;
+  void *in = nullptr, *out = nullptr, *pinned = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&in, n * sizeof(float)));
+  MAIA_ASSERT_OK(maiaMalloc(&out, n * sizeof(float)));
+  MAIA_ASSERT_OK(maiaHostAlloc(&pinned, n * sizeof(float)));
+  auto* host = static_cast<float*>(pinned);
+  CaptureStream stream;
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  // in <- pinned host buffer; out = in + in; pinned <- out.
+  MAIA_ASSERT_OK(
+      maiaMemcpyAsync(in, pinned, n * sizeof(float), maiaMemcpyHostToDevice, stream.handle));
+  maiaKernelArg args[3] = {vectorArg(in, maiaDtypeF32, n), vectorArg(in, maiaDtypeF32, n),
+                           vectorArg(out, maiaDtypeF32, n)};
+  int64_t grid[3] = {4, 1, 1};
+  MAIA_ASSERT_OK(maiaLaunchKernel(basicKernel("add_f32"), grid, args, 3, stream.handle));
+  MAIA_ASSERT_OK(
+      maiaMemcpyAsync(pinned, out, n * sizeof(float), maiaMemcpyDeviceToHost, stream.handle));
+  maiaGraph_t graph = nullptr;
+  MAIA_ASSERT_OK(maiaStreamEndCapture(stream.handle, &graph));
+  maiaGraphExec_t exec = nullptr;
+  MAIA_ASSERT_OK(maiaGraphInstantiate(&exec, graph));
+  for (int round = 1; round <= 5; ++round) {
+    for (int64_t i = 0; i < n; ++i) host[i] = static_cast<float>(round * 100 + i);
+    MAIA_ASSERT_OK(maiaGraphLaunch(exec, stream.handle));
+    MAIA_ASSERT_OK(maiaStreamSynchronize(stream.handle));
+    for (int64_t i = 0; i < n; ++i)
+      ASSERT_EQ(host[i], 2.0f * static_cast<float>(round * 100 + i)) << "round " << round;
+  }
+  MAIA_ASSERT_OK(maiaGraphExecDestroy(exec));
+  MAIA_ASSERT_OK(maiaGraphDestroy(graph));
+  MAIA_ASSERT_OK(maiaFreeHost(pinned));
+  MAIA_ASSERT_OK(maiaFree(in));
+  MAIA_ASSERT_OK(maiaFree(out));
+}
+
+TEST(GraphTest, SynchronizingTheCapturingStreamFailsAndInvalidatesTheCapture) {
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, 16 * sizeof(int64_t)));
+  CaptureStream stream;
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  axpb(d, 16, 1, 1, stream.handle);
+  MAIA_EXPECT_ERROR(maiaStreamSynchronize(stream.handle), maiaErrorStreamCaptureUnsupported,
+                    "synchronizing the stream");
+  // Later work on the stream is refused, naming what invalidated it.
+  int64_t grid[3] = {1, 1, 1};
+  MAIA_EXPECT_ERROR(maiaLaunchKernel(basicKernel("empty"), grid, nullptr, 0, stream.handle),
+                    maiaErrorStreamCaptureInvalidated, "synchronizing the stream");
+  maiaGraph_t graph = nullptr;
+  MAIA_EXPECT_ERROR(maiaStreamEndCapture(stream.handle, &graph),
+                    maiaErrorStreamCaptureInvalidated, "no graph was made");
+  EXPECT_EQ(graph, nullptr);
+  // Capture mode ended: the stream works again.
+  int capturing = -1;
+  MAIA_ASSERT_OK(maiaStreamIsCapturing(stream.handle, &capturing));
+  EXPECT_EQ(capturing, 0);
+  MAIA_ASSERT_OK(maiaMemset(d, 0, 16 * sizeof(int64_t)));
+  axpb(d, 16, 1, 4, stream.handle);
+  MAIA_ASSERT_OK(maiaStreamSynchronize(stream.handle));
+  EXPECT_EQ(download(d, 16), std::vector<int64_t>(16, 4));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+TEST(GraphTest, DeviceSynchronizeAndHostCopiesDuringCaptureFail) {
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, 16 * sizeof(int64_t)));
+  CaptureStream stream;
+  maiaGraph_t graph = nullptr;
+
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  MAIA_EXPECT_ERROR(maiaDeviceSynchronize(), maiaErrorStreamCaptureUnsupported,
+                    "synchronizing its device");
+  MAIA_EXPECT_ERROR(maiaStreamEndCapture(stream.handle, &graph),
+                    maiaErrorStreamCaptureInvalidated, "maiaDeviceSynchronize");
+
+  // A copy to pageable host memory is synchronous: refused, not run.
+  std::vector<int64_t> host(16, -1);
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  MAIA_EXPECT_ERROR(maiaMemcpyAsync(host.data(), d, 16 * sizeof(int64_t),
+                                    maiaMemcpyDeviceToHost, stream.handle),
+                    maiaErrorStreamCaptureUnsupported, "pageable host memory");
+  EXPECT_EQ(host, std::vector<int64_t>(16, -1));
+  MAIA_EXPECT_ERROR(maiaStreamEndCapture(stream.handle, &graph),
+                    maiaErrorStreamCaptureInvalidated, "pageable");
+
+  // So is a wait on an event recorded outside the capture.
+  maiaEvent_t outside = nullptr;
+  MAIA_ASSERT_OK(maiaEventCreate(&outside, maiaEventDisableTiming));
+  MAIA_ASSERT_OK(maiaEventRecord(outside, nullptr));
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  MAIA_EXPECT_ERROR(maiaStreamWaitEvent(stream.handle, outside),
+                    maiaErrorStreamCaptureUnsupported, "not recorded in this capture");
+  MAIA_EXPECT_ERROR(maiaStreamEndCapture(stream.handle, &graph),
+                    maiaErrorStreamCaptureInvalidated, "not recorded in this capture");
+  MAIA_ASSERT_OK(maiaEventDestroy(outside));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+TEST(GraphTest, MisuseOfCaptureCallsIsRefused) {
+  maiaStream_t default_stream = nullptr;
+  MAIA_ASSERT_OK(maiaStreamGetDefault(&default_stream, 0));
+  MAIA_EXPECT_ERROR(maiaStreamBeginCapture(nullptr), maiaErrorInvalidValue,
+                    "default stream of maia:0 cannot capture");
+  MAIA_EXPECT_ERROR(maiaStreamBeginCapture(default_stream), maiaErrorInvalidValue,
+                    "cannot capture");
+  CaptureStream stream;
+  maiaGraph_t graph = nullptr;
+  MAIA_EXPECT_ERROR(maiaStreamEndCapture(stream.handle, &graph), maiaErrorInvalidValue,
+                    "is not capturing");
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  MAIA_EXPECT_ERROR(maiaStreamBeginCapture(stream.handle), maiaErrorInvalidValue,
+                    "already capturing");
+  MAIA_EXPECT_ERROR(maiaStreamDestroy(stream.handle), maiaErrorStreamCaptureUnsupported,
+                    "end the capture first");
+  MAIA_ASSERT_OK(maiaStreamEndCapture(stream.handle, &graph));
+  maiaGraphExec_t exec = nullptr;
+  MAIA_ASSERT_OK(maiaGraphInstantiate(&exec, graph));
+  // An empty graph replays as a no-op; not into a capture, not on another device.
+  MAIA_ASSERT_OK(maiaGraphLaunch(exec, stream.handle));
+  MAIA_ASSERT_OK(maiaStreamSynchronize(stream.handle));
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  MAIA_EXPECT_ERROR(maiaGraphLaunch(exec, stream.handle), maiaErrorStreamCaptureUnsupported,
+                    "capturing");
+  maiaGraph_t inner = nullptr;
+  MAIA_ASSERT_OK(maiaStreamEndCapture(stream.handle, &inner));
+  maiaStream_t other_device = nullptr;
+  MAIA_ASSERT_OK(maiaStreamGetDefault(&other_device, 1));
+  MAIA_EXPECT_ERROR(maiaGraphLaunch(exec, other_device), maiaErrorInvalidValue,
+                    "captured on maia:0 but the stream is on maia:1");
+  MAIA_ASSERT_OK(maiaGraphExecDestroy(exec));
+  MAIA_ASSERT_OK(maiaGraphDestroy(graph));
+  MAIA_ASSERT_OK(maiaGraphDestroy(inner));
+}
+
+TEST(GraphTest, DestroyedHandlesAreRejectedAndQueuedReplaysStillRun) {
+  const int64_t n = 256;
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, n * sizeof(int64_t)));
+  MAIA_ASSERT_OK(maiaMemset(d, 0, n * sizeof(int64_t)));
+  CaptureStream stream;
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  axpb(d, n, 1, 1, stream.handle, 0, 4);
+  maiaGraph_t graph = nullptr;
+  MAIA_ASSERT_OK(maiaStreamEndCapture(stream.handle, &graph));
+  maiaGraphExec_t exec = nullptr;
+  MAIA_ASSERT_OK(maiaGraphInstantiate(&exec, graph));
+  // The executable does not need its graph, nor the replays their executable.
+  MAIA_ASSERT_OK(maiaGraphDestroy(graph));
+  size_t count = 0;
+  MAIA_EXPECT_ERROR(maiaGraphGetNodeCount(graph, &count), maiaErrorInvalidHandle, "not a live");
+  MAIA_EXPECT_ERROR(maiaGraphDestroy(graph), maiaErrorInvalidHandle, "already destroyed");
+  Gate gate;
+  MAIA_ASSERT_OK(maiaLaunchHostFunc(stream.handle, Gate::wait, &gate));
+  for (int i = 0; i < 3; ++i) MAIA_ASSERT_OK(maiaGraphLaunch(exec, stream.handle));
+  MAIA_ASSERT_OK(maiaGraphExecDestroy(exec));
+  MAIA_EXPECT_ERROR(maiaGraphLaunch(exec, stream.handle), maiaErrorInvalidHandle, "not live");
+  MAIA_EXPECT_ERROR(maiaGraphExecDestroy(exec), maiaErrorInvalidHandle, "already destroyed");
+  gate.open = true;
+  MAIA_ASSERT_OK(maiaStreamSynchronize(stream.handle));
+  EXPECT_EQ(download(d, n), std::vector<int64_t>(n, 3));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+TEST(GraphTest, EventsRecordedInACaptureCompleteOnEveryReplay) {
+  const int64_t n = 128;
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, n * sizeof(int64_t)));
+  MAIA_ASSERT_OK(maiaMemset(d, 0, n * sizeof(int64_t)));
+  maiaEvent_t done = nullptr;
+  MAIA_ASSERT_OK(maiaEventCreate(&done, maiaEventDefault));
+  CaptureStream stream;
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  axpb(d, n, 1, 1, stream.handle, 0, 2);
+  MAIA_ASSERT_OK(maiaEventRecord(done, stream.handle));
+  MAIA_ASSERT_OK(maiaStreamWaitEvent(stream.handle, done));  // met by replay order
+  axpb(d, n, 2, 0, stream.handle, 0, 2);
+  maiaGraph_t graph = nullptr;
+  MAIA_ASSERT_OK(maiaStreamEndCapture(stream.handle, &graph));
+  size_t nodes = 0;
+  MAIA_ASSERT_OK(maiaGraphGetNodeCount(graph, &nodes));
+  EXPECT_EQ(nodes, 3u) << "the wait needs no node";
+  maiaGraphExec_t exec = nullptr;
+  MAIA_ASSERT_OK(maiaGraphInstantiate(&exec, graph));
+  int64_t expected = 0;
+  for (int round = 0; round < 3; ++round) {
+    Gate gate;
+    MAIA_ASSERT_OK(maiaLaunchHostFunc(stream.handle, Gate::wait, &gate));
+    MAIA_ASSERT_OK(maiaGraphLaunch(exec, stream.handle));
+    // The event refers to this replay's record: not complete until it runs.
+    EXPECT_EQ(maiaEventQuery(done), maiaErrorNotReady);
+    gate.open = true;
+    MAIA_ASSERT_OK(maiaEventSynchronize(done));
+    expected = axpbValue(expected, 1, 1);
+    // Another stream can wait on the replay's record.
+    MAIA_ASSERT_OK(maiaStreamWaitEvent(nullptr, done));
+    MAIA_ASSERT_OK(maiaStreamSynchronize(stream.handle));
+    expected = axpbValue(expected, 2, 0);
+    EXPECT_EQ(download(d, n), std::vector<int64_t>(n, expected));
+  }
+  MAIA_ASSERT_OK(maiaGraphExecDestroy(exec));
+  MAIA_ASSERT_OK(maiaGraphDestroy(graph));
+  MAIA_ASSERT_OK(maiaEventDestroy(done));
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+TEST(GraphTest, AFaultInAReplayIsStickyAndNamesTheCommand) {
+  void* flags = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&flags, 16 * sizeof(int32_t)));
+  maiaEvent_t done = nullptr;
+  MAIA_ASSERT_OK(maiaEventCreate(&done, maiaEventDisableTiming));
+  CaptureStream stream;
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(stream.handle));
+  int64_t grid[3] = {1, 1, 1};
+  MAIA_ASSERT_OK(maiaLaunchKernel(basicKernel("empty"), grid, nullptr, 0, stream.handle));
+  maiaKernelArg args[2] = {vectorArg(flags, maiaDtypeI32, 16), scalarArg(maiaDtypeI64, int64_t{5})};
+  int64_t trap_grid[3] = {16, 1, 1};
+  MAIA_ASSERT_OK(maiaLaunchKernel(basicKernel("trap_at"), trap_grid, args, 2, stream.handle));
+  MAIA_ASSERT_OK(maiaLaunchKernel(basicKernel("empty"), grid, nullptr, 0, stream.handle));
+  MAIA_ASSERT_OK(maiaEventRecord(done, stream.handle));
+  maiaGraph_t graph = nullptr;
+  MAIA_ASSERT_OK(maiaStreamEndCapture(stream.handle, &graph));
+  maiaGraphExec_t exec = nullptr;
+  MAIA_ASSERT_OK(maiaGraphInstantiate(&exec, graph));
+  MAIA_ASSERT_OK(maiaGraphLaunch(exec, stream.handle));
+  MAIA_EXPECT_ERROR(maiaStreamSynchronize(stream.handle), maiaErrorLaunchFailure,
+                    "graph replay, command 1 of 4: kernel 'trap_at'");
+  // The record after the fault completes anyway: nothing waits forever.
+  MAIA_EXPECT_ERROR(maiaEventSynchronize(done), maiaErrorLaunchFailure, "trap_at");
+  MAIA_ASSERT_OK(maiaDeviceReset(0));
+  MAIA_ASSERT_OK(maiaGraphExecDestroy(exec));
+  MAIA_ASSERT_OK(maiaGraphDestroy(graph));
+  MAIA_ASSERT_OK(maiaEventDestroy(done));
+  MAIA_ASSERT_OK(maiaFree(flags));
+}
+
+/// Median host time of one call of enqueue(), synchronizing between calls
+/// so that every call finds an idle stream.
+template <typename F>
+double medianHostMicros(maiaStream_t stream, int repeats, F enqueue) {
+  std::vector<double> times;
+  for (int i = 0; i < repeats; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    enqueue();
+    auto end = std::chrono::steady_clock::now();
+    times.push_back(std::chrono::duration<double, std::micro>(end - start).count());
+    EXPECT_EQ(maiaStreamSynchronize(stream), maiaSuccess);
+  }
+  std::nth_element(times.begin(), times.begin() + repeats / 2, times.end());
+  return times[repeats / 2];
+}
+
+TEST(GraphTest, ReplayHostCostDoesNotGrowWithTheNumberOfKernels) {
+  CaptureStream stream;
+  int64_t grid[3] = {1, 1, 1};
+  auto captureEmpties = [&](int kernels) {
+    maiaGraph_t graph = nullptr;
+    maiaGraphExec_t exec = nullptr;
+    EXPECT_EQ(maiaStreamBeginCapture(stream.handle), maiaSuccess);
+    for (int i = 0; i < kernels; ++i)
+      EXPECT_EQ(maiaLaunchKernel(basicKernel("empty"), grid, nullptr, 0, stream.handle),
+                maiaSuccess);
+    EXPECT_EQ(maiaStreamEndCapture(stream.handle, &graph), maiaSuccess);
+    EXPECT_EQ(maiaGraphInstantiate(&exec, graph), maiaSuccess);
+    EXPECT_EQ(maiaGraphDestroy(graph), maiaSuccess);
+    return exec;
+  };
+  maiaGraphExec_t small = captureEmpties(10), large = captureEmpties(1000);
+  const int repeats = 301;
+  double small_us = medianHostMicros(stream.handle, repeats,
+                                     [&] { EXPECT_EQ(maiaGraphLaunch(small, stream.handle), maiaSuccess); });
+  double large_us = medianHostMicros(stream.handle, repeats,
+                                     [&] { EXPECT_EQ(maiaGraphLaunch(large, stream.handle), maiaSuccess); });
+  double eager_us = medianHostMicros(stream.handle, 31, [&] {
+    for (int i = 0; i < 1000; ++i)
+      EXPECT_EQ(maiaLaunchKernel(basicKernel("empty"), grid, nullptr, 0, stream.handle),
+                maiaSuccess);
+  });
+  std::printf("host cost, median: replay of 10 kernels %.2f us, of 1000 kernels %.2f us; "
+              "1000 eager launches %.1f us\n",
+              small_us, large_us, eager_us);
+  RecordProperty("replay_10_kernels_us", std::to_string(small_us));
+  RecordProperty("replay_1000_kernels_us", std::to_string(large_us));
+  RecordProperty("eager_1000_kernels_us", std::to_string(eager_us));
+  // One enqueue either way: not 100x the kernels, not 100x the cost (a
+  // generous bound: the machine is shared).
+  EXPECT_LT(large_us, 3 * small_us + 2.0);
+  EXPECT_LT(large_us * 20, eager_us);
+  MAIA_ASSERT_OK(maiaGraphExecDestroy(small));
+  MAIA_ASSERT_OK(maiaGraphExecDestroy(large));
+}
+
+}  // namespace
