@@ -184,6 +184,11 @@ def check_coalesced(rank, world):
     cm.wait()
     for i in range(3):
         failures.check(ts[i], reference("AVG", inputs[i]), f"coalesced all_reduce {i}")
+    lists = [[torch.zeros(i + 2, device=d) for i in range(3)] for _ in range(world)]
+    dist.all_gather_coalesced(lists, [inputs[i][rank].to(d) for i in range(3)])
+    for r in range(world):
+        for i in range(3):
+            failures.check(lists[r][i], inputs[i][r], f"all_gather_coalesced {i} from {r}")
     outs = [torch.zeros(world * (i + 2), device=d) for i in range(3)]
     with dist._coalescing_manager(device=d):
         for i in range(3):
