@@ -339,16 +339,9 @@ Value buildLog1p(FloatBuilder &f, ValueRange operands) {
   return f.select(f.eq(x, 0.0), x, r); // -0
 }
 
-// erf(a) = 1 - erfc(a) from 1 on (erfc(a) < 0.16: no digit lost); beyond 6
-// erf is 1 in float32.
 Value buildErf(FloatBuilder &f, ValueRange operands) {
   Value x = operands[0];
-  Value r = inFloat64(f, f.abs(x), [](FloatBuilder &d, Value a) {
-    a = d.clamp(a, 0.0, 6.0);
-    return d.select(d.lt(a, 1.0), maia::wide::erfOfSmall(d, a),
-                    d.sub(d.c(1.0), maia::wide::erfcOfAbs(d, a)));
-  });
-  return f.copysign(r, x);
+  return f.copysign(inFloat64(f, f.abs(x), maia::wide::erfOfAbs), x);
 }
 
 // erfc(-a) = 2 - erfc(a); beyond 12 erfc is 0 in float32.
