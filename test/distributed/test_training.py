@@ -88,6 +88,24 @@ def train_ddp(rank, world, ddp_kwargs, micro_batches=1, kind="mlp"):
         torch.testing.assert_close(p.detach().cpu(), e, rtol=1e-4, atol=1e-5)
 
 
+def train_ddp_compiled(rank, world):
+    """DDP under torch.compile: Dynamo's DDPOptimizer splits the graph at
+    the buckets; Inductor compiles the pieces for maia."""
+    d = torch.device("maia", rank)
+    model = make_model().to(d)
+    ddp = DDP(model)
+    compiled = torch.compile(ddp)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    for step in range(STEPS):
+        x, y = batch(step)
+        shard = slice(rank * BATCH // world, (rank + 1) * BATCH // world)
+        nn.functional.mse_loss(compiled(x[shard].to(d)), y[shard].to(d)).backward()
+        opt.step()
+        opt.zero_grad()
+    for p, e in zip(model.parameters(), train_reference(False, 1)):
+        torch.testing.assert_close(p.detach().cpu(), e, rtol=1e-4, atol=1e-5)
+
+
 def check_ddp_no_sync(rank, world):
     d = torch.device("maia", rank)
     model = make_model().to(d)
@@ -143,6 +161,9 @@ class TestDDP:
 
     def test_transformer_block(self, world2):
         world2.run(train_ddp, {"bucket_cap_mb": 0.002}, 1, "transformer")
+
+    def test_under_torch_compile(self, world2):
+        world2.run(train_ddp_compiled)
 
     def test_four_ranks(self, world4):
         world4.run(train_ddp, {"bucket_cap_mb": 0.002})
