@@ -1,0 +1,337 @@
+"""2-D pooling on maia (max, avg, adaptive avg, adaptive max; forward and
+backward) against the CPU: kernel/stride/padding/dilation/ceil_mode/
+count_include_pad/divisor_override, odd sizes, 3-D inputs, channels-last
+and sliced inputs, NaN, every float dtype and the integer dtypes the CPU
+has; and that none of it reaches the host fallback.
+
+float16/bfloat16 forwards are compared with the CPU in the same dtype;
+their gradients with the CPU's float32 gradients of the same values (maia
+accumulates them in float32, the CPU in the 16-bit type), both within
+PyTorch's device-vs-CPU tolerances for the dtype."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from opinfo_support import LOW_PRECISION_TOLERANCES
+
+FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+POOL_OPS = ("max_pool2d_with_indices", "max_pool2d_with_indices_backward", "avg_pool2d",
+            "avg_pool2d_backward", "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward",
+            "adaptive_avg_pool2d", "adaptive_max_pool2d", "adaptive_max_pool2d_backward")
+
+
+@pytest.fixture(autouse=True)
+def no_pooling_fallback():
+    """Every test: no pooling operator ran on the host fallback."""
+    torch.maia.reset_fallback_counts()
+    yield
+    hits = {name: n for name, n in torch.maia.fallback_counts().items()
+            if name.split(".")[0].removeprefix("aten::") in POOL_OPS}
+    assert not hits, f"host fallbacks: {hits}"
+
+
+def tolerances(dtype):
+    return LOW_PRECISION_TOLERANCES.get(dtype, {})
+
+
+def layout(x, kind):
+    """x (values unchanged) as a contiguous, channels-last or sliced tensor."""
+    if kind == "channels_last":
+        return x.contiguous(memory_format=torch.channels_last)
+    if kind == "sliced":  # every other column of a wider tensor, offset
+        wide = torch.zeros(*x.shape[:-1], 2 * x.shape[-1] + 1, dtype=x.dtype)
+        wide[..., 1::2] = x
+        return wide[..., 1::2]
+    return x
+
+
+def make_input(shape, dtype, kind):
+    x = torch.randn(shape, dtype=torch.float64).mul(4).to(dtype)
+    return layout(x, kind)
+
+
+def check_forward(fn, x, returns_indices=False):
+    expected = fn(x)
+    actual = fn(x.to("maia"))
+    if returns_indices:
+        (expected, expected_indices), (actual, actual_indices) = expected, actual
+        assert torch.equal(actual_indices.cpu(), expected_indices)
+        assert actual_indices.stride() == expected_indices.stride()
+    torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, **tolerances(x.dtype))
+    assert actual.stride() == expected.stride()  # the layout compiled graphs expect
+
+
+def check_backward(fn, x):
+    """x's gradient through fn for a random output gradient, against the
+    CPU's (in float32 for 16-bit dtypes)."""
+    reference_dtype = torch.float32 if x.dtype in LOW_PRECISION_TOLERANCES else x.dtype
+    xc = x.detach().to(reference_dtype).requires_grad_()
+    yc = fn(xc)
+    grad = torch.randn_like(yc).to(x.dtype)
+    yc.backward(grad.to(reference_dtype))
+    xm = x.detach().to("maia").requires_grad_()
+    fn(xm).backward(grad.to("maia"))
+    assert xm.grad.dtype == x.dtype
+    torch.testing.assert_close(xm.grad.cpu(), xc.grad.to(x.dtype), **tolerances(x.dtype))
+
+
+MAX_CASES = [
+    ((2, 3, 9, 11), dict(kernel_size=3)),  # stride defaults to the kernel
+    ((2, 3, 9, 11), dict(kernel_size=3, stride=2, padding=1)),
+    ((2, 3, 9, 11), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    # ceil_mode's last window would start in the right padding: dropped
+    ((1, 2, 5, 5), dict(kernel_size=2, stride=2, padding=1, ceil_mode=True)),
+    ((2, 2, 10, 10), dict(kernel_size=2, stride=3, ceil_mode=True)),
+    ((2, 2, 13, 8), dict(kernel_size=(3, 2), stride=(2, 1), padding=(1, 0), dilation=(2, 3))),
+    ((2, 3, 7, 7), dict(kernel_size=3, stride=1, padding=1, dilation=2, ceil_mode=True)),
+    ((2, 3, 6, 5), dict(kernel_size=(5, 4), padding=2)),
+    ((3, 9, 11), dict(kernel_size=2)),  # 3-D (C, H, W)
+    ((4, 7, 1), dict(kernel_size=(3, 1), stride=(2, 1), padding=(1, 0))),  # 3-D, max_pool1d's
+    ((1, 1, 1, 1), dict(kernel_size=1)),
+]
+AVG_CASES = [
+    ((2, 3, 9, 11), dict(kernel_size=3)),
+    ((2, 3, 9, 11), dict(kernel_size=3, stride=2, padding=1)),
+    ((2, 3, 9, 11), dict(kernel_size=3, stride=2, padding=1, count_include_pad=False)),
+    # ceil_mode windows past the padding: count_include_pad counts the
+    # padding, not the positions beyond it
+    ((2, 3, 8, 7), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True)),
+    ((2, 3, 8, 7), dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                        count_include_pad=False)),
+    ((1, 2, 5, 5), dict(kernel_size=2, stride=2, padding=1, ceil_mode=True)),
+    ((2, 2, 10, 9), dict(kernel_size=(4, 2), stride=(3, 1), padding=(2, 1), ceil_mode=True)),
+    ((2, 3, 9, 11), dict(kernel_size=2, divisor_override=3)),
+    ((2, 3, 9, 11), dict(kernel_size=3, stride=2, padding=1, divisor_override=5,
+                         count_include_pad=False)),
+    ((3, 9, 11), dict(kernel_size=(2, 3), stride=1)),  # 3-D
+    ((1, 1, 1, 1), dict(kernel_size=1)),
+]
+LAYOUTS = ["contiguous", "channels_last", "sliced"]
+
+
+def layout_cases(cases):
+    return [(shape, options, kind) for shape, options in cases for kind in LAYOUTS
+            if kind != "channels_last" or len(shape) == 4]
+
+
+def case_id(value):
+    if isinstance(value, dict):
+        return ",".join(f"{k}={v}" for k, v in value.items())
+    return str(value)
+
+
+def max_pool(options):
+    return lambda t: F.max_pool2d(t, return_indices=True, **options)
+
+
+def avg_pool(options):
+    return lambda t: F.avg_pool2d(t, **options)
+
+
+class TestMaxPool2d:
+    @pytest.mark.parametrize("dtype", FLOATS, ids=str)
+    @pytest.mark.parametrize("shape,options,kind", layout_cases(MAX_CASES), ids=case_id)
+    def test_forward(self, shape, options, kind, dtype):
+        check_forward(max_pool(options), make_input(shape, dtype, kind), returns_indices=True)
+
+    @pytest.mark.parametrize("dtype", FLOATS, ids=str)
+    @pytest.mark.parametrize("shape,options,kind", layout_cases(MAX_CASES), ids=case_id)
+    def test_backward(self, shape, options, kind, dtype):
+        check_backward(lambda t: F.max_pool2d(t, **options), make_input(shape, dtype, kind))
+
+    @pytest.mark.parametrize("dtype", [torch.int64, torch.int32, torch.int16, torch.int8,
+                                       torch.uint8], ids=str)
+    def test_integer_dtypes(self, dtype):
+        x = torch.randint(0, 100, (2, 3, 9, 11)).to(dtype)
+        check_forward(max_pool(dict(kernel_size=3, stride=2, padding=1)), x,
+                      returns_indices=True)
+
+    def test_nan_wins_and_gives_the_index(self):
+        x = torch.randn(2, 3, 8, 9)
+        x[0, 0, 1, 1] = float("nan")
+        x[1, 2, 4:6, 3:5] = float("nan")  # several in one window: the last one's index
+        x[0, 1, 0, 0] = float("inf")
+        x[1, 1] = float("-inf")  # a plane of -inf: the window's first index
+        for dtype in FLOATS:
+            for options in [dict(kernel_size=3, stride=2, padding=1),
+                            dict(kernel_size=2, dilation=2, ceil_mode=True)]:
+                check_forward(max_pool(options), x.to(dtype), returns_indices=True)
+
+    def test_max_pool1d(self):
+        x = torch.randn(2, 5, 17)
+        check_forward(lambda t: F.max_pool1d(t, 3, 2, 1, return_indices=True), x,
+                      returns_indices=True)
+        check_backward(lambda t: F.max_pool1d(t, 4, 3, 2, ceil_mode=True), x)
+
+    def test_out_variants(self):
+        x = torch.randn(2, 3, 9, 11)
+        expected, expected_indices = F.max_pool2d(x, 3, 2, 1, return_indices=True)
+        out = torch.empty(0, device="maia")
+        indices = torch.empty(0, dtype=torch.long, device="maia")
+        torch.ops.aten.max_pool2d_with_indices.out(x.to("maia"), [3, 3], [2, 2], [1, 1],
+                                                   [1, 1], False, out=out, indices=indices)
+        torch.testing.assert_close(out.cpu(), expected)
+        assert torch.equal(indices.cpu(), expected_indices)
+        grad = torch.randn_like(expected)
+        grad_input = torch.empty(0, device="maia")
+        torch.ops.aten.max_pool2d_with_indices_backward.grad_input(
+            grad.to("maia"), x.to("maia"), [3, 3], [2, 2], [1, 1], [1, 1], False,
+            indices, grad_input=grad_input)
+        reference = torch.ops.aten.max_pool2d_with_indices_backward(
+            grad, x, [3, 3], [2, 2], [1, 1], [1, 1], False, expected_indices)
+        torch.testing.assert_close(grad_input.cpu(), reference)
+
+
+class TestAvgPool2d:
+    @pytest.mark.parametrize("dtype", FLOATS, ids=str)
+    @pytest.mark.parametrize("shape,options,kind", layout_cases(AVG_CASES), ids=case_id)
+    def test_forward(self, shape, options, kind, dtype):
+        check_forward(avg_pool(options), make_input(shape, dtype, kind))
+
+    @pytest.mark.parametrize("dtype", FLOATS, ids=str)
+    @pytest.mark.parametrize("shape,options,kind", layout_cases(AVG_CASES), ids=case_id)
+    def test_backward(self, shape, options, kind, dtype):
+        check_backward(avg_pool(options), make_input(shape, dtype, kind))
+
+    @pytest.mark.parametrize("options", [dict(kernel_size=3, stride=2, padding=1),
+                                         dict(kernel_size=2, divisor_override=3),
+                                         dict(kernel_size=3, padding=1, ceil_mode=True,
+                                              count_include_pad=False)], ids=case_id)
+    def test_int64_truncates_like_the_cpu(self, options):
+        x = torch.randint(-50, 50, (2, 3, 9, 11))
+        check_forward(avg_pool(options), x)
+        grad_output = torch.randint(-50, 50, avg_pool(options)(x).shape)
+        args = ([options["kernel_size"]] * 2, [options.get("stride", options["kernel_size"])] * 2,
+                [options.get("padding", 0)] * 2, options.get("ceil_mode", False),
+                options.get("count_include_pad", True), options.get("divisor_override"))
+        expected = torch.ops.aten.avg_pool2d_backward(grad_output, x, *args)
+        actual = torch.ops.aten.avg_pool2d_backward(grad_output.to("maia"), x.to("maia"), *args)
+        assert torch.equal(actual.cpu(), expected)
+
+    def test_nan_propagates(self):
+        x = torch.randn(2, 3, 8, 9)
+        x[0, 0, 2, 2] = float("nan")
+        check_forward(avg_pool(dict(kernel_size=3, stride=2, padding=1)), x)
+
+    def test_avg_pool1d_and_out_variant(self):
+        x = torch.randn(2, 5, 17)
+        check_forward(lambda t: F.avg_pool1d(t, 4, 3, 2, ceil_mode=True), x)
+        check_backward(lambda t: F.avg_pool1d(t, 3, 2, 1, count_include_pad=False), x)
+        x = torch.randn(2, 3, 9, 11)
+        out = torch.empty(0, device="maia")
+        torch.ops.aten.avg_pool2d.out(x.to("maia"), [3, 3], [2, 2], [1, 1], out=out)
+        torch.testing.assert_close(out.cpu(), F.avg_pool2d(x, 3, 2, 1))
+
+
+ADAPTIVE_CASES = [
+    ((2, 3, 9, 11), (4, 5)),  # windows of varying sizes, overlapping
+    ((2, 3, 9, 11), (9, 11)),  # identity
+    ((2, 3, 5, 4), (7, 9)),  # larger than the input
+    ((2, 3, 9, 11), (None, 3)),  # keep the height
+    ((2, 3, 9, 11), (1, 2)),
+    ((3, 10, 7), (3, 3)),  # 3-D
+]
+
+
+def adaptive_cases():
+    return [(shape, size, kind) for shape, size in ADAPTIVE_CASES for kind in LAYOUTS
+            if kind != "channels_last" or len(shape) == 4]
+
+
+class TestAdaptivePool2d:
+    @pytest.mark.parametrize("dtype", FLOATS, ids=str)
+    @pytest.mark.parametrize("shape,size,kind", adaptive_cases(), ids=case_id)
+    def test_avg(self, shape, size, kind, dtype):
+        x = make_input(shape, dtype, kind)
+        check_forward(lambda t: F.adaptive_avg_pool2d(t, size), x)
+        check_backward(lambda t: F.adaptive_avg_pool2d(t, size), x)
+
+    @pytest.mark.parametrize("dtype", FLOATS, ids=str)
+    @pytest.mark.parametrize("shape,size,kind", adaptive_cases(), ids=case_id)
+    def test_max(self, shape, size, kind, dtype):
+        x = make_input(shape, dtype, kind)
+        check_forward(lambda t: F.adaptive_max_pool2d(t, size, return_indices=True), x,
+                      returns_indices=True)
+        check_backward(lambda t: F.adaptive_max_pool2d(t, size), x)
+
+    def test_nan(self):
+        x = torch.randn(2, 3, 9, 11)
+        x[1, 2, 3, 4] = float("nan")
+        check_forward(lambda t: F.adaptive_max_pool2d(t, (4, 5), return_indices=True), x,
+                      returns_indices=True)
+        check_forward(lambda t: F.adaptive_avg_pool2d(t, (4, 5)), x)
+
+    def test_1d_area_interpolation_and_out_variants(self):
+        x = torch.randn(2, 5, 17)
+        check_forward(lambda t: F.adaptive_avg_pool1d(t, 6), x)
+        check_forward(lambda t: F.adaptive_max_pool1d(t, 6, return_indices=True), x,
+                      returns_indices=True)
+        x = torch.randn(2, 3, 9, 11)
+        check_forward(lambda t: F.interpolate(t, size=(4, 7), mode="area"), x)
+        out = torch.empty(0, device="maia")
+        torch._C._nn.adaptive_avg_pool2d(x.to("maia"), [4, 5], out=out)
+        torch.testing.assert_close(out.cpu(), F.adaptive_avg_pool2d(x, (4, 5)))
+        out, indices = torch.empty(0, device="maia"), torch.empty(0, dtype=torch.long,
+                                                                  device="maia")
+        torch._C._nn.adaptive_max_pool2d(x.to("maia"), [4, 5], out=(out, indices))
+        expected, expected_indices = F.adaptive_max_pool2d(x, (4, 5), return_indices=True)
+        torch.testing.assert_close(out.cpu(), expected)
+        assert torch.equal(indices.cpu(), expected_indices)
+
+
+class TestErrorsAndEdges:
+    @pytest.mark.parametrize("call", [
+        lambda t: F.max_pool2d(t, 3, padding=2),  # padding over half the kernel
+        lambda t: F.max_pool2d(t, 7),  # output too small
+        lambda t: F.max_pool2d(t, 2, stride=0),
+        lambda t: F.max_pool2d(t.bool(), 2),
+        lambda t: F.max_pool2d(t[0, 0], 2),  # 2-D input
+        lambda t: F.avg_pool2d(t, 2, divisor_override=0),
+        lambda t: F.avg_pool2d(t.int(), 2),
+        lambda t: F.adaptive_avg_pool2d(t.long(), 2),
+        lambda t: F.adaptive_avg_pool2d(t[..., :0], 2),
+        lambda t: F.adaptive_max_pool2d(t.long(), 2),
+        lambda t: F.adaptive_max_pool2d(t[0, 0], 2),
+    ])
+    def test_errors_match_the_cpu(self, call):
+        x = torch.randn(2, 3, 5, 5)
+        with pytest.raises(Exception) as expected:
+            call(x)
+        with pytest.raises(type(expected.value)) as actual:
+            call(x.to("maia"))
+        assert str(actual.value) == str(expected.value)
+
+    def test_empty_batch(self):
+        x = torch.randn(0, 3, 8, 8)
+        check_forward(max_pool(dict(kernel_size=2)), x, returns_indices=True)
+        check_forward(avg_pool(dict(kernel_size=2)), x)
+        check_forward(lambda t: F.adaptive_avg_pool2d(t, 3), x)
+        check_forward(lambda t: F.adaptive_max_pool2d(t, 3, return_indices=True), x,
+                      returns_indices=True)
+
+    def test_large_input_splits_over_programs(self):
+        # Big enough for several programs: each program's rows/planes must
+        # not step on another's.
+        x = torch.randn(4, 16, 64, 64)
+        check_forward(max_pool(dict(kernel_size=3, stride=2, padding=1)), x,
+                      returns_indices=True)
+        check_backward(lambda t: F.max_pool2d(t, 3, 1, 1), x)
+        check_backward(avg_pool(dict(kernel_size=3, stride=2, padding=1)), x)
+        check_backward(lambda t: F.adaptive_avg_pool2d(t, (7, 9)), x)
+        check_backward(lambda t: F.adaptive_max_pool2d(t, (7, 9)), x)
+
+    def test_resnet_stem_and_head_train_step(self):
+        conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        x = torch.randn(2, 3, 16, 16)
+
+        def model(m, t):
+            y = F.max_pool2d(F.relu(m(t)), 3, 2, 1)
+            return F.adaptive_avg_pool2d(y, (1, 1)).flatten(1).sum()
+
+        model(conv, x).backward()
+        conv_m = torch.nn.Conv2d(3, 8, 3, padding=1).to("maia")
+        conv_m.load_state_dict(conv.state_dict())
+        model(conv_m, x.to("maia")).backward()
+        torch.testing.assert_close(conv_m.weight.grad.cpu(), conv.weight.grad, atol=1e-4,
+                                   rtol=1e-4)
