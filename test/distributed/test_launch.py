@@ -7,14 +7,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dist_support import free_port
-
 
 def test_torchrun_two_ranks():
     script = Path(__file__).with_name("launch_script.py")
     result = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
-         "--master-addr", "127.0.0.1", "--master-port", str(free_port()), str(script)],
+        # --standalone: torchrun picks a free port itself.
+        [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
+         str(script)],
         capture_output=True, text=True, timeout=240, env=dict(os.environ, OMP_NUM_THREADS="1"))
     assert result.returncode == 0, result.stdout + result.stderr
     # The ranks share torchrun's stdout: their lines may interleave.
