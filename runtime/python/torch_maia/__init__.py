@@ -22,7 +22,9 @@ from . import _C  # noqa: F401
 
 _BACKEND = "maia"
 
-if torch._C._get_privateuse1_backend_name() != _BACKEND:
+# libmaia_torch.so registered the name with c10 already; this renames the
+# Python side (torch.utils' backend name, ProfilerActivity.MAIA, ...).
+if torch.utils.backend_registration._privateuse1_backend_name != _BACKEND:
     torch.utils.rename_privateuse1_backend(_BACKEND)
 
 from . import _on_import, _tensor_methods, maia  # noqa: E402  (need the renamed backend)

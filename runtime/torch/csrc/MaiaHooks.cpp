@@ -1,6 +1,7 @@
 // PrivateUse1 hooks: how ATen asks the maia backend for initialization,
 // generators, pinned memory and the device of a pointer.
 #include <ATen/detail/PrivateUse1HooksInterface.h>
+#include <c10/core/DeviceType.h>
 
 #include "MaiaCheck.h"
 #include "MaiaFunctions.h"
@@ -56,8 +57,12 @@ struct MaiaHooks final : public at::PrivateUse1HooksInterface {
   }
 };
 
-// Registered when the library loads, before any maia tensor can exist.
+// Registered when the library loads, before any maia tensor can exist. The
+// backend's name too: a C++ program that links libtorch and never starts
+// Python parses "maia" as PrivateUse1 from here on (torch_maia's Python
+// rename_privateuse1_backend then only renames Python-side names).
 const bool g_registered = [] {
+  c10::register_privateuse1_backend("maia");
   at::RegisterPrivateUse1HooksInterface(new MaiaHooks());
   return true;
 }();

@@ -1,4 +1,5 @@
 #include "MaiaStream.h"
+#include "maia/torch.h"  // the public declarations, checked against the definitions
 
 #include <algorithm>
 #include <array>

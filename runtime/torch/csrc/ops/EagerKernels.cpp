@@ -2,6 +2,8 @@
 
 #include <c10/core/DeviceGuard.h>
 
+#include <dlfcn.h>
+
 #include <array>
 #include <cstdlib>
 #include <cstring>
@@ -18,9 +20,26 @@ namespace {
 
 constexpr int kRank = 4;  // the memref rank of every eager kernel argument
 
+/// The directory of the kernel binaries: MAIA_KERNEL_DIR (environment) or
+/// maia/kernels beside libmaia_torch.so itself, found with dladdr (the
+/// install tree's lib/maia/kernels; in the build tree a link to
+/// build/<config>/kernels). No Python involved: a C++ program finds them too.
+std::string kernelDirectory() {
+  if (const char* env = std::getenv("MAIA_KERNEL_DIR"); env != nullptr && *env != '\0')
+    return env;
+  Dl_info info;
+  TORCH_CHECK(dladdr(reinterpret_cast<void*>(&kernelDirectory), &info) != 0 &&
+                  info.dli_fname != nullptr,
+              "cannot locate libmaia_torch.so to find its kernel binaries; set MAIA_KERNEL_DIR");
+  std::string library = info.dli_fname;
+  const size_t slash = library.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : library.substr(0, slash)) +
+         "/maia/kernels";
+}
+
 /// A kernel binary of the device kernel library, loaded on first use from
-/// MAIA_KERNEL_DIR (environment) or the build tree; the first candidate
-/// file the driver accepts wins (the GEMM binaries come per ISA level).
+/// kernelDirectory(); the first candidate file the driver accepts wins (the
+/// GEMM binaries come per ISA level).
 class KernelLibrary {
  public:
   explicit KernelLibrary(std::vector<std::string> candidates)
@@ -39,8 +58,7 @@ class KernelLibrary {
 
  private:
   void load() {
-    const char* env = std::getenv("MAIA_KERNEL_DIR");
-    std::string dir = env != nullptr ? env : MAIA_KERNEL_DIR_PATH;
+    const std::string dir = kernelDirectory();
     std::string refusals;
     for (const std::string& file : candidates_) {
       std::string path = dir + "/" + file;

@@ -1,4 +1,5 @@
 #include "ops/Fallback.h"
+#include "maia/torch.h"  // the public declarations, checked against the definitions
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/native/CPUFallback.h>
