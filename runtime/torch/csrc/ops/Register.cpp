@@ -17,6 +17,8 @@
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
+#include <typeinfo>
+
 #include "MaiaCachingAllocator.h"
 #include "ops/MaiaOps.h"
 
@@ -49,6 +51,32 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("fill_.Scalar", TORCH_FN(fill));
   m.impl("zero_", TORCH_FN(zero));
   m.impl("record_stream", TORCH_FN(recordStream));
+}
+
+/// A plain dense tensor of the CPU or of maia (no subclass of TensorImpl:
+/// not quantized, sparse, nested, mkldnn, wrapped).
+bool isPlainDense(const at::Tensor& t) {
+  const c10::TensorImpl* impl = t.unsafeGetTensorImpl();
+  const c10::DispatchKeySet keys = t.key_set();
+  return typeid(*impl) == typeid(c10::TensorImpl) && keys.has(c10::DispatchKey::Dense) &&
+         (keys.has_backend(c10::BackendComponent::CPUBit) ||
+          keys.has_backend(c10::BackendComponent::PrivateUse1Bit));
+}
+
+/// Whether `variable.set_data(from)` may shallow-copy from into self. Module
+/// conversions move parameters in place with set_data (torch::nn::Module::to
+/// in C++ always, Python's Module._apply when this says yes), as between the
+/// CPU and CUDA; upstream's TensorImpl::has_compatible_shallow_copy_type
+/// counts only in-tree backends as dense, so a C++ module could not be moved
+/// to maia. Dispatch takes the keys of both tensors: this runs whenever
+/// either is a maia tensor.
+bool hasCompatibleShallowCopyType(const at::Tensor& self, const at::Tensor& from) {
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set()) ||
+         (isPlainDense(self) && isPlainDense(from));
+}
+
+TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(hasCompatibleShallowCopyType));
 }
 
 }  // namespace
