@@ -4,6 +4,7 @@
 
 #include <array>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -87,6 +88,18 @@ struct Pool {
   BlockSet free_blocks;
 };
 
+/// The memory of captured graphs (MaiaGraph.cpp): what a capture allocates
+/// comes from here, and its blocks, freed or not, never serve allocations
+/// outside the pool, because every replay writes them again. Graphs that
+/// share a pool id share its memory. Once no graph holds the pool (uses ==
+/// 0), its free segments go back to the driver, now and at emptyCache.
+struct PrivatePool {
+  explicit PrivatePool(c10::DeviceIndex device) : small(device, true), large(device, false) {}
+  Pool small;
+  Pool large;
+  int uses = 0;
+};
+
 /// The pools, pending events and statistics of one device, under one mutex.
 class DeviceCache {
  public:
@@ -102,6 +115,13 @@ class DeviceCache {
   void resetPeakStats();
   void resetAccumulatedStats();
   size_t cachedBlockCount();
+
+  /// Graph capture: allocations from `stream` come from the private pool
+  /// `id` (created on first use) until endAllocateToPool; the pool is held
+  /// until releasePool.
+  void beginAllocateToPool(c10::MempoolId_t id, c10::StreamId stream);
+  void endAllocateToPool(c10::MempoolId_t id);
+  void releasePool(c10::MempoolId_t id);
 
  private:
   Block* takeFreeBlock(Pool& pool, c10::StreamId stream, size_t size);
@@ -142,6 +162,9 @@ class DeviceCache {
   std::vector<maiaEvent_t> spare_events_;  // completed events, recorded again later
   std::vector<Block*> spare_blocks_;
   std::vector<BlockSet::node_type> spare_nodes_;
+  std::map<c10::MempoolId_t, std::unique_ptr<PrivatePool>> private_pools_;
+  PrivatePool* capture_pool_ = nullptr;  // where allocations of capture_stream_ go
+  c10::StreamId capture_stream_ = 0;
 };
 
 Block* DeviceCache::newBlock(size_t size, char* ptr, c10::StreamId stream, Pool* pool) {
@@ -183,9 +206,11 @@ Block* DeviceCache::malloc(size_t request, c10::StreamId stream) {
   std::lock_guard<std::mutex> lock(mutex_);
   processEvents();
   size_t size = roundSize(request);
-  Pool& pool = size <= kSmallSize ? small_ : large_;
+  const bool captured = capture_pool_ != nullptr && stream == capture_stream_;
+  Pool& pool = captured ? (size <= kSmallSize ? capture_pool_->small : capture_pool_->large)
+                        : (size <= kSmallSize ? small_ : large_);
   Block* block = takeFreeBlock(pool, stream, size);
-  if (block == nullptr) block = reclaimIdleSegment(pool, stream, size);
+  if (block == nullptr && !captured) block = reclaimIdleSegment(pool, stream, size);
   if (block == nullptr) block = allocSegment(pool, stream, size, request);
   return claim(block, size, request);
 }
@@ -437,10 +462,17 @@ void DeviceCache::synchronizeEvents() {
   pending_.clear();
 }
 
-/// Gives every free whole segment back to the driver.
+/// Gives every free whole segment back to the driver (not those of private
+/// pools that graphs still hold).
 void DeviceCache::releaseCachedBlocks() {
   synchronizeEvents();
-  for (Pool* pool : {&small_, &large_}) {
+  std::vector<Pool*> pools = {&small_, &large_};
+  for (auto& [id, pool] : private_pools_) {
+    if (pool->uses > 0) continue;
+    pools.push_back(&pool->small);
+    pools.push_back(&pool->large);
+  }
+  for (Pool* pool : pools) {
     for (auto it = pool->free_blocks.begin(); it != pool->free_blocks.end();) {
       Block* block = *it;
       if (block->isSplit()) {
@@ -512,6 +544,32 @@ void DeviceCache::resetAccumulatedStats() {
   stats_.num_sync_all_streams = 0;
   stats_.num_device_alloc = 0;
   stats_.num_device_free = 0;
+}
+
+void DeviceCache::beginAllocateToPool(c10::MempoolId_t id, c10::StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(capture_pool_ == nullptr, "maia:", static_cast<int>(device_),
+              " is already capturing a graph; maia captures one graph per device at a time");
+  std::unique_ptr<PrivatePool>& pool = private_pools_[id];
+  if (!pool) pool = std::make_unique<PrivatePool>(device_);
+  pool->uses += 1;
+  capture_pool_ = pool.get();
+  capture_stream_ = stream;
+}
+
+void DeviceCache::endAllocateToPool(c10::MempoolId_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = private_pools_.find(id);
+  if (it != private_pools_.end() && it->second.get() == capture_pool_) capture_pool_ = nullptr;
+}
+
+void DeviceCache::releasePool(c10::MempoolId_t id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = private_pools_.find(id);
+  if (it == private_pools_.end() || it->second->uses == 0) return;
+  it->second->uses -= 1;
+  // The segments go back at the next emptyCache (or out-of-memory retry),
+  // as cached segments of the ordinary pools do.
 }
 
 size_t DeviceCache::cachedBlockCount() {
@@ -606,7 +664,8 @@ class MaiaCachingAllocator final : public c10::DeviceAllocator {
 
   bool initialized() override { return true; }
 
-  void emptyCache(c10::MempoolId_t /*mempool_id: maia has no private pools*/) override {
+  // Every pool: the ordinary ones, and private pools no graph holds.
+  void emptyCache(c10::MempoolId_t /*mempool_id*/) override {
     for (c10::DeviceIndex d = 0; d < deviceCount(); ++d) caches_[d]->emptyCache();
   }
 
@@ -649,6 +708,8 @@ class MaiaCachingAllocator final : public c10::DeviceAllocator {
     return caches_[resolveDevice(device)]->cachedBlockCount();
   }
 
+  DeviceCache& cache(c10::DeviceIndex device) { return *caches_[resolveDevice(device)]; }
+
  private:
   std::array<std::unique_ptr<DeviceCache>, kMaxDevices> caches_;
   BlockMap blocks_;
@@ -666,6 +727,18 @@ void deleteMaiaBlock(void* ptr) { allocator()->free(ptr); }
 c10::DeviceAllocator* getMaiaCachingAllocator() { return allocator(); }
 
 size_t cachedBlockCount(c10::DeviceIndex device) { return allocator()->cachedBlockCount(device); }
+
+void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t pool, c10::StreamId stream) {
+  allocator()->cache(device).beginAllocateToPool(pool, stream);
+}
+
+void endAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t pool) {
+  allocator()->cache(device).endAllocateToPool(pool);
+}
+
+void releasePool(c10::DeviceIndex device, c10::MempoolId_t pool) {
+  allocator()->cache(device).releasePool(pool);
+}
 
 REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, getMaiaCachingAllocator())
 

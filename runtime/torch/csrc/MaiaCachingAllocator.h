@@ -22,4 +22,14 @@ c10::DeviceAllocator* getMaiaCachingAllocator();
 /// Number of free blocks cached on device (both pools), for tests.
 size_t cachedBlockCount(c10::DeviceIndex device);
 
+/// Graph capture (MaiaGraph.cpp): until endAllocateToPool, allocations on
+/// device made while `stream` is current come from the private pool `pool`
+/// (made on first use), whose blocks serve nothing else: a captured graph
+/// replays into them. Each begin holds the pool once; releasePool drops
+/// that hold, and a pool no graph holds gives its free segments back at the
+/// next emptyCache.
+void beginAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t pool, c10::StreamId stream);
+void endAllocateToPool(c10::DeviceIndex device, c10::MempoolId_t pool);
+void releasePool(c10::DeviceIndex device, c10::MempoolId_t pool);
+
 }  // namespace torch_maia

@@ -58,6 +58,9 @@ struct MaiaGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void synchronizeStream(const c10::Stream& stream) const override {
     MAIA_CHECK(maiaStreamSynchronize(driverStream(stream)));
   }
+  bool isStreamCapturing(const c10::Stream& stream) const override {
+    return torch_maia::isStreamCapturing(stream);
+  }
   void synchronizeDevice(const c10::DeviceIndex device_index) const override {
     c10::DeviceIndex previous = torch_maia::exchangeDevice(device_index);
     maiaError_t status = maiaDeviceSynchronize();

@@ -93,8 +93,8 @@ struct MaiaHostAllocatorImpl
 
   c10::Stream get_current_stream() const override { return currentStream(-1); }
 
-  bool stream_is_capturing(c10::Stream /*stream: maia has no graph capture*/) const override {
-    return false;
+  bool stream_is_capturing(c10::Stream stream) const override {
+    return stream.device_type() == c10::DeviceType::PrivateUse1 && isStreamCapturing(stream);
   }
 };
 

@@ -157,6 +157,12 @@ c10::Stream newStream(c10::DeviceIndex device, int priority) {
   return makeStream(device, id);
 }
 
+bool isStreamCapturing(const c10::Stream& stream) {
+  int capturing = 0;
+  MAIA_CHECK(maiaStreamIsCapturing(driverStream(stream), &capturing));
+  return capturing != 0;
+}
+
 int streamPriority(const c10::Stream& stream) {
   int priority = 0;
   MAIA_CHECK(maiaStreamGetPriority(driverStream(stream), &priority));

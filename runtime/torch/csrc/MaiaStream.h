@@ -36,6 +36,8 @@ c10::Stream streamFromPool(bool high_priority, c10::DeviceIndex device = -1);
 /// "new" streams are pooled and reused once the pool has gone round.
 c10::Stream newStream(c10::DeviceIndex device, int priority);
 int streamPriority(const c10::Stream& stream);
+/// Whether stream is capturing a graph (MaiaGraph.cpp).
+bool isStreamCapturing(const c10::Stream& stream);
 std::pair<int, int> priorityRange();  // (least, greatest)
 
 }  // namespace torch_maia

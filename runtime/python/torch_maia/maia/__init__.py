@@ -7,6 +7,7 @@ import threading
 import torch
 
 from .. import _C
+from .graphs import MaiaGraph, graph, graph_pool_handle, is_current_stream_capturing
 from .kernels import Kernel, Module, load_module
 from .memory import (
     empty_cache,
@@ -206,7 +207,8 @@ __all__ = [
     "Event", "Stream", "StreamContext", "current_device", "current_stream",
     "default_stream", "device", "device_count", "device_of", "empty_cache",
     "fallback_counts", "get_device_capability", "get_device_name",
-    "get_device_properties", "get_rng_state", "get_rng_state_all", "init",
+    "get_device_properties", "get_rng_state", "get_rng_state_all", "graph",
+    "graph_pool_handle", "init", "is_current_stream_capturing", "MaiaGraph",
     "initial_seed", "is_available", "Kernel", "load_module", "Module", "is_initialized", "manual_seed",
     "manual_seed_all", "max_memory_allocated", "max_memory_reserved",
     "mem_get_info", "memory_allocated", "memory_reserved", "memory_stats",
