@@ -158,6 +158,18 @@ class TestMaxPool2d:
                             dict(kernel_size=2, dilation=2, ceil_mode=True)]:
                 check_forward(max_pool(options), x.to(dtype), returns_indices=True)
 
+    @pytest.mark.parametrize("dtype", FLOATS + [torch.int32], ids=str)
+    def test_channels_last_channel_blocks(self, dtype):
+        # 37 channels: two full blocks of the channels-last kernel and a partial one.
+        x = torch.randn(2, 37, 9, 10).mul(50).to(dtype)
+        if dtype.is_floating_point:
+            x[0, 5, 2, 3] = x[1, 20, 4:6, 4] = float("nan")
+            x[1, 36] = float("-inf")
+        x = x.contiguous(memory_format=torch.channels_last)
+        for options in [dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+                        dict(kernel_size=(2, 3), dilation=(2, 1), padding=(1, 1))]:
+            check_forward(max_pool(options), x, returns_indices=True)
+
     def test_max_pool1d(self):
         x = torch.randn(2, 5, 17)
         check_forward(lambda t: F.max_pool1d(t, 3, 2, 1, return_indices=True), x,
