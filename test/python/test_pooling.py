@@ -221,6 +221,17 @@ class TestAvgPool2d:
         actual = torch.ops.aten.avg_pool2d_backward(grad_output.to("maia"), x.to("maia"), *args)
         assert torch.equal(actual.cpu(), expected)
 
+    @pytest.mark.parametrize("dtype", FLOATS + [torch.int64], ids=str)
+    def test_channels_last_channel_blocks(self, dtype):
+        # 37 channels: two full blocks of the channels-last kernel and a partial one.
+        x = torch.randn(2, 37, 9, 10).mul(50).to(dtype)
+        x = x.contiguous(memory_format=torch.channels_last)
+        for options in [dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
+                        dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                             count_include_pad=False),
+                        dict(kernel_size=(2, 3), padding=(1, 1), divisor_override=4)]:
+            check_forward(avg_pool(options), x)
+
     def test_nan_propagates(self):
         x = torch.randn(2, 3, 8, 9)
         x[0, 0, 2, 2] = float("nan")

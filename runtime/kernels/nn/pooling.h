@@ -277,6 +277,39 @@ inline int64_t avgDivisor(const AvgWindow& y, const AvgWindow& x, bool count_inc
   return (y.end - y.begin) * (x.end - x.begin);
 }
 
+/// Average pooling of channels-last memrefs, like maxPool2dChannelsLast:
+/// output pixels, their channels kChannelBlock at a time, each channel
+/// summed in the same order as plane by plane.
+template <typename T>
+void avgPool2dChannelsLast(const MemRef<T, 4>& out, const MemRef<T, 4>& in,
+                           const PoolGeometry& g, bool count_include_pad,
+                           int64_t divisor_override, const maia_grid_t* grid) {
+  using C = compute_t<T>;
+  const int64_t channels = out.sizes[1], oh = out.sizes[2], ow = out.sizes[3];
+  const int64_t h = in.sizes[2], w = in.sizes[3];
+  auto slice = maia_kernel::programSlice(grid, out.sizes[0] * oh * ow);
+  for (int64_t pixel = slice.begin; pixel < slice.end; ++pixel) {
+    const int64_t ox = pixel % ow, oy = pixel / ow % oh, n = pixel / ow / oh;
+    const AvgWindow wy = avgWindow(oy, g.sh, g.ph, g.kh, h);
+    const AvgWindow wx = avgWindow(ox, g.sw, g.pw, g.kw, w);
+    const bool empty = wy.begin >= wy.end || wx.begin >= wx.end;  // only padding
+    const C divisor =
+        static_cast<C>(avgDivisor(wy, wx, count_include_pad, divisor_override));
+    for (int64_t c0 = 0; c0 < channels; c0 += kChannelBlock) {
+      const int64_t block = std::min(kChannelBlock, channels - c0);
+      C sum[kChannelBlock] = {};
+      for (int64_t y = wy.begin; y < wy.end; ++y) {
+        for (int64_t x = wx.begin; x < wx.end; ++x) {
+          const T* src = &at4(in, n, c0, y, x);
+          for (int64_t k = 0; k < block; ++k) sum[k] += load(src[k]);
+        }
+      }
+      T* dst = &at4(out, n, c0, oy, ox);
+      for (int64_t k = 0; k < block; ++k) dst[k] = empty ? store<T>(0) : store<T>(sum[k] / divisor);
+    }
+  }
+}
+
 // args: out (N, C, OH, OW), in (N, C, H, W), geometry (8 scalars; dilation
 // 1), count_include_pad, divisor_override (0: none). Integer dtypes divide
 // as integers (truncating), as the CPU does for int64.
@@ -290,6 +323,8 @@ void avgPool2d(void* const* args, const maia_grid_t* grid) {
   const int64_t divisor_override = scalar<int64_t>(args, 11);
   const int64_t channels = out.sizes[1], oh = out.sizes[2], ow = out.sizes[3];
   const int64_t h = in.sizes[2], w = in.sizes[3];
+  if (channels > 1 && channelsContiguous(out, in))
+    return avgPool2dChannelsLast(out, in, g, count_include_pad, divisor_override, grid);
   auto slice = maia_kernel::programSlice(grid, out.sizes[0] * channels * oh);
   for (int64_t row = slice.begin; row < slice.end; ++row) {
     const auto [n, c, oy] = rowIndex(in, row, channels, oh);
