@@ -59,6 +59,44 @@ class TestGraphs:
                 graph.replay()
                 torch.testing.assert_close(static_output, model(batch), rtol=1e-5, atol=1e-5)
 
+    def test_training_step_captured_matches_cpu(self):
+        # Forward, backward and an SGD step in one graph (the loss is built
+        # from native operators: a host-fallback loss could not be captured).
+        torch.manual_seed(0)
+        model = torch.nn.Sequential(
+            torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1)).to(DEVICE)
+        reference = torch.nn.Sequential(
+            torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+        reference.load_state_dict({k: v.cpu() for k, v in model.state_dict().items()})
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        reference_optimizer = torch.optim.SGD(reference.parameters(), lr=0.1)
+
+        def loss_of(output, target):
+            return ((output - target) ** 2).mean()
+
+        x = torch.zeros(8, 16, device=DEVICE)
+        y = torch.zeros(8, 1, device=DEVICE)
+        graph = torch.maia.MaiaGraph()
+        optimizer.zero_grad(set_to_none=True)
+        with torch.maia.graph(graph):
+            loss = loss_of(model(x), y)
+            loss.backward()
+            optimizer.step()
+        generator = torch.Generator().manual_seed(1)
+        for _ in range(4):
+            batch = torch.randn(8, 16, generator=generator)
+            target = torch.randn(8, 1, generator=generator)
+            x.copy_(batch)
+            y.copy_(target)
+            graph.replay()
+            reference_optimizer.zero_grad()
+            reference_loss = loss_of(reference(batch), target)
+            reference_loss.backward()
+            reference_optimizer.step()
+            torch.testing.assert_close(loss.cpu(), reference_loss.detach())
+        for mine, theirs in zip(model.parameters(), reference.parameters()):
+            torch.testing.assert_close(mine.detach().cpu(), theirs.detach())
+
     def test_capture_switches_from_the_default_stream_and_back(self):
         default = torch.maia.default_stream()
         assert torch.maia.current_stream() == default

@@ -295,6 +295,49 @@ TEST(GraphTest, DestroyedHandlesAreRejectedAndQueuedReplaysStillRun) {
   MAIA_ASSERT_OK(maiaFree(d));
 }
 
+// Replays keep their progress in the replay command, not in the graph: one
+// executable replays on two streams at once, each replay in order, without
+// hanging or skipping a command.
+TEST(GraphTest, OneExecutableReplaysOnTwoStreamsAtOnce) {
+  const int64_t n = 50'000;
+  void *b = nullptr, *t = nullptr, *out = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&b, n * sizeof(float)));
+  MAIA_ASSERT_OK(maiaMalloc(&t, n * sizeof(float)));
+  MAIA_ASSERT_OK(maiaMalloc(&out, n * sizeof(float)));
+  std::vector<float> values(n);
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(i % 1000);
+  MAIA_ASSERT_OK(maiaMemcpy(b, values.data(), n * sizeof(float), maiaMemcpyHostToDevice));
+  MAIA_ASSERT_OK(maiaMemset(t, 0, n * sizeof(float)));
+  MAIA_ASSERT_OK(maiaMemset(out, 0, n * sizeof(float)));
+  CaptureStream capture, other;
+  // t = b + b; out = t + b. Concurrent replays write the same values.
+  auto add = [&](void* x, void* y, void* z) {
+    maiaKernelArg args[3] = {vectorArg(x, maiaDtypeF32, n), vectorArg(y, maiaDtypeF32, n),
+                             vectorArg(z, maiaDtypeF32, n)};
+    int64_t grid[3] = {8, 1, 1};
+    EXPECT_EQ(maiaLaunchKernel(basicKernel("add_f32"), grid, args, 3, capture.handle),
+              maiaSuccess);
+  };
+  MAIA_ASSERT_OK(maiaStreamBeginCapture(capture.handle));
+  add(b, b, t);
+  add(t, b, out);
+  maiaGraph_t graph = nullptr;
+  MAIA_ASSERT_OK(maiaStreamEndCapture(capture.handle, &graph));
+  maiaGraphExec_t exec = nullptr;
+  MAIA_ASSERT_OK(maiaGraphInstantiate(&exec, graph));
+  for (int i = 0; i < 200; ++i) {
+    MAIA_ASSERT_OK(maiaGraphLaunch(exec, capture.handle));
+    MAIA_ASSERT_OK(maiaGraphLaunch(exec, other.handle));
+  }
+  MAIA_ASSERT_OK(maiaDeviceSynchronize());
+  std::vector<float> result(n);
+  MAIA_ASSERT_OK(maiaMemcpy(result.data(), out, n * sizeof(float), maiaMemcpyDeviceToHost));
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(result[i], 3 * values[i]) << "element " << i;
+  MAIA_ASSERT_OK(maiaGraphExecDestroy(exec));
+  MAIA_ASSERT_OK(maiaGraphDestroy(graph));
+  for (void* p : {b, t, out}) MAIA_ASSERT_OK(maiaFree(p));
+}
+
 TEST(GraphTest, EventsRecordedInACaptureCompleteOnEveryReplay) {
   const int64_t n = 128;
   void* d = nullptr;
