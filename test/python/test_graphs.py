@@ -223,3 +223,22 @@ class TestGraphs:
         graph.replay()  # an empty graph is a no-op
         with pytest.raises(RuntimeError, match="debug_dump is not supported"):
             graph.debug_dump("/dev/null")
+
+    def test_a_second_capture_on_the_device_is_refused_and_leaves_the_stream(self):
+        first, second = torch.maia.MaiaGraph(), torch.maia.MaiaGraph()
+        x = torch.zeros(4, device=DEVICE)
+        stream = torch.maia.Stream()
+        torch.maia.synchronize()
+        with torch.maia.stream(stream):
+            first.capture_begin()
+            x.add_(1)
+            default = torch.maia.default_stream()
+            with torch.maia.stream(default):
+                # From the default stream, capture_begin would switch streams.
+                for _ in range(40):  # the pool wraps: its capturing stream comes round
+                    with pytest.raises(RuntimeError, match="already capturing a graph"):
+                        second.capture_begin()
+                    assert torch.maia.current_stream() == default
+            first.capture_end()
+        first.replay()
+        assert torch.equal(x.cpu(), torch.ones(4))

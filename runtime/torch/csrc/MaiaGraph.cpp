@@ -52,6 +52,10 @@ class MaiaGraph final : public at::GraphImplInterface {
       // The default stream cannot capture: capture on a pool stream, after
       // the work already queued on the default stream.
       capture_stream_ = streamFromPool(/*high_priority=*/false, device_);
+      // The pool may hand out the stream of a capture in progress: waiting
+      // on it would invalidate that capture (one per device anyway).
+      TORCH_CHECK(!isStreamCapturing(capture_stream_), "maia:", static_cast<int>(device_),
+                  " is already capturing a graph; maia captures one graph per device at a time");
       maiaEvent_t queued = nullptr;
       MAIA_CHECK(maiaEventCreate(&queued, maiaEventDisableTiming));
       maiaError_t error = maiaEventRecord(queued, driverStream(current));
@@ -61,7 +65,12 @@ class MaiaGraph final : public at::GraphImplInterface {
       restore_stream_ = exchangeStream(capture_stream_);
     }
     pool_ = pool.first == 0 && pool.second == 0 ? newGraphPoolId() : pool;
-    beginAllocateToPool(device_, pool_, capture_stream_.id());
+    try {
+      beginAllocateToPool(device_, pool_, capture_stream_.id());
+    } catch (...) {
+      restoreStream();  // e.g. another graph captures on this device
+      throw;
+    }
     holds_pool_ = true;
     maiaError_t error = maiaStreamBeginCapture(driverStream(capture_stream_));
     if (error != maiaSuccess) {
