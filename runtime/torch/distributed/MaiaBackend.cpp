@@ -397,35 +397,31 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::broadcast(std::vector<at::Tensor>& t
   return call.finish(tensors);
 }
 
-c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduce(std::vector<at::Tensor>& tensors,
-                                                      const c10d::AllreduceOptions& opts) {
-  auto device = checkTensors({&tensors}, "allreduce");
-  auto ops = wireOps(tensors, opts.reduceOp, "allreduce");
-  Call call(*this, OpType::ALLREDUCE, device);
+c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduceInPlace(std::vector<at::Tensor>& tensors,
+                                                             const ReduceOp& reduce_op,
+                                                             OpType op_type, const char* name) {
+  auto device = checkTensors({&tensors}, name);
+  auto ops = wireOps(tensors, reduce_op, name);
+  Call call(*this, op_type, device);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const at::Tensor& t = tensors[i];
-    auto op = ops[i];
-    at::Tensor flat = reductionInput(t, opts.reduceOp, /*may_alias=*/true);
-    call.transport().allreduce(call.launch(), flat, op);
-    finishReduction(call.launch(), t, flat, opts.reduceOp, getSize());
+    at::Tensor flat = reductionInput(t, reduce_op, /*may_alias=*/true);
+    call.transport().allreduce(call.launch(), flat, ops[i]);
+    finishReduction(call.launch(), t, flat, reduce_op, getSize());
   }
   return call.finish(tensors);
+}
+
+c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduce(std::vector<at::Tensor>& tensors,
+                                                      const c10d::AllreduceOptions& opts) {
+  return allreduceInPlace(tensors, opts.reduceOp, OpType::ALLREDUCE, "allreduce");
 }
 
 c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   // One launch: the exchanges of all tensors run in one host function.
-  auto device = checkTensors({&tensors}, "allreduce_coalesced");
-  auto ops = wireOps(tensors, opts.reduceOp, "allreduce_coalesced");
-  Call call(*this, OpType::ALLREDUCE_COALESCED, device);
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const at::Tensor& t = tensors[i];
-    auto op = ops[i];
-    at::Tensor flat = reductionInput(t, opts.reduceOp, /*may_alias=*/true);
-    call.transport().allreduce(call.launch(), flat, op);
-    finishReduction(call.launch(), t, flat, opts.reduceOp, getSize());
-  }
-  return call.finish(tensors);
+  return allreduceInPlace(tensors, opts.reduceOp, OpType::ALLREDUCE_COALESCED,
+                          "allreduce_coalesced");
 }
 
 c10::intrusive_ptr<c10d::Work> MaiaBackend::reduce(std::vector<at::Tensor>& tensors,

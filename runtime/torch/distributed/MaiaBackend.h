@@ -106,6 +106,11 @@ class MaiaBackend final : public c10d::Backend {
   void flush(Pending& pending);
   /// Raises the failure of an earlier exchange of this group, if any.
   void throwIfFailed(c10d::OpType op) const;
+  /// allreduce and allreduce_coalesced: every tensor reduced in place, in
+  /// one launch.
+  c10::intrusive_ptr<c10d::Work> allreduceInPlace(std::vector<at::Tensor>& tensors,
+                                                  const c10d::ReduceOp& reduce_op,
+                                                  c10d::OpType op_type, const char* name);
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
   GlooTransport gloo_transport_;
