@@ -160,11 +160,12 @@ class TestMaxPool2d:
 
     @pytest.mark.parametrize("dtype", FLOATS + [torch.int32], ids=str)
     def test_channels_last_channel_blocks(self, dtype):
-        # 37 channels: two full blocks of the channels-last kernel and a partial one.
+        # 37 channels: two full blocks of the channels-last kernel and a partial
+        # one (float32: four blocks of 8 in AVX2, five channels generic).
         x = torch.randn(2, 37, 9, 10).mul(50).to(dtype)
         if dtype.is_floating_point:
             x[0, 5, 2, 3] = x[1, 20, 4:6, 4] = float("nan")
-            x[1, 36] = float("-inf")
+            x[1, 36] = x[0, 3] = float("-inf")
         x = x.contiguous(memory_format=torch.channels_last)
         for options in [dict(kernel_size=3, stride=2, padding=1, ceil_mode=True),
                         dict(kernel_size=(2, 3), dilation=(2, 1), padding=(1, 1))]:
