@@ -2,7 +2,7 @@
 // bandwidth-bound kernel, each reported with a baseline measured in the
 // same run (host memcpy, a STREAM triad on host threads) and the ratio.
 //
-// Usage: maia-driver-bench [--json FILE] [--quick] [--only launch|copy|triad]
+// Usage: maia-driver-bench [--json FILE] [--quick] [--only launch|graph|copy|triad]
 // Results are the minimum (bandwidth) or median (latency) over repetitions.
 #include <maia/runtime.h>
 
@@ -144,6 +144,53 @@ void benchLaunch(maiaKernel_t empty, int launches) {
   check(maiaStreamDestroy(stream), "maiaStreamDestroy");
 }
 
+/// Host cost of replaying a captured graph of 10 and of 1000 empty kernels
+/// (one enqueue whatever the kernel count), against 1000 eager launches,
+/// all on a stream held by a host function so only the enqueue is timed.
+void benchGraphReplay(maiaKernel_t empty, int repeats) {
+  maiaStream_t stream;
+  check(maiaStreamCreate(&stream, 0), "maiaStreamCreate");
+  int64_t grid[3] = {1, 1, 1};
+  auto capture = [&](int kernels) {
+    maiaGraph_t graph;
+    maiaGraphExec_t exec;
+    check(maiaStreamBeginCapture(stream), "maiaStreamBeginCapture");
+    for (int i = 0; i < kernels; ++i)
+      check(maiaLaunchKernel(empty, grid, nullptr, 0, stream), "maiaLaunchKernel");
+    check(maiaStreamEndCapture(stream, &graph), "maiaStreamEndCapture");
+    check(maiaGraphInstantiate(&exec, graph), "maiaGraphInstantiate");
+    check(maiaGraphDestroy(graph), "maiaGraphDestroy");
+    return exec;
+  };
+  auto gatedMicros = [&](auto&& enqueue) {
+    std::vector<double> us;
+    for (int r = 0; r < repeats; ++r) {
+      Gate gate;
+      check(maiaLaunchHostFunc(stream, Gate::wait, &gate), "maiaLaunchHostFunc");
+      auto start = Clock::now();
+      enqueue();
+      us.push_back(seconds(Clock::now() - start) * 1e6);
+      gate.open = true;
+      check(maiaStreamSynchronize(stream), "maiaStreamSynchronize");
+    }
+    return median(us);
+  };
+  maiaGraphExec_t small = capture(10), large = capture(1000);
+  double small_us = gatedMicros([&] { check(maiaGraphLaunch(small, stream), "maiaGraphLaunch"); });
+  double large_us = gatedMicros([&] { check(maiaGraphLaunch(large, stream), "maiaGraphLaunch"); });
+  double eager_us = gatedMicros([&] {
+    for (int i = 0; i < 1000; ++i) maiaLaunchKernel(empty, grid, nullptr, 0, stream);
+  });
+  reportAbsolute("graph replay, 10 kernels", small_us, "us", 2.0);
+  reportAbsolute("graph replay, 1000 kernels", large_us, "us", 2.0);
+  g_results.push_back({"1000 eager launches (baseline)", eager_us, "us", 0, "", 0});
+  std::printf("%-34s %9.3f us    (the same kernels launched one by one)\n",
+              "1000 eager launches (baseline)", eager_us);
+  check(maiaGraphExecDestroy(small), "maiaGraphExecDestroy");
+  check(maiaGraphExecDestroy(large), "maiaGraphExecDestroy");
+  check(maiaStreamDestroy(stream), "maiaStreamDestroy");
+}
+
 /// Host time per launch of a small eager-like kernel (three 256-element
 /// memrefs and a scalar, one program) while the cores run the ones before
 /// it: what an eager op pays, with the host and the cores sharing the
@@ -280,7 +327,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: maia-driver-bench [--json FILE] [--quick] [--only launch|copy|triad]\n");
+      std::fprintf(stderr, "usage: maia-driver-bench [--json FILE] [--quick] [--only launch|graph|copy|triad]\n");
       return 2;
     }
   }
@@ -298,6 +345,7 @@ int main(int argc, char** argv) {
     benchLaunch(empty, quick ? 2000 : 20000);
     benchLaunchStream(triad, quick ? 20000 : 200000);
   }
+  if (only.empty() || only == "graph") benchGraphReplay(empty, quick ? 51 : 301);
   if (only.empty() || only == "copy")
     benchCopies(quick ? (size_t{32} << 20) : (size_t{256} << 20), quick ? 3 : 8, prop.core_count);
   if (only.empty() || only == "triad")
