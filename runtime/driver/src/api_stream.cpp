@@ -17,14 +17,19 @@ namespace {
 
 class HostFuncCommand final : public Command {
  public:
-  HostFuncCommand(maiaHostFn_t fn, void* user_data) : fn_(fn), user_data_(user_data) {}
+  HostFuncCommand(maiaHostFn_t fn, void* user_data, const char* name)
+      : fn_(fn), user_data_(user_data), name_(name != nullptr ? name : "") {}
   void runChunk(int64_t) override { fn_(user_data_); }
   int activityKind() const override { return maiaActivityHostFunction; }
-  std::string describe() const override { return "host function"; }
+  const char* activityName() const override { return name_.empty() ? nullptr : name_.c_str(); }
+  std::string describe() const override {
+    return name_.empty() ? "host function" : "host function '" + name_ + "'";
+  }
 
  private:
   maiaHostFn_t fn_;
   void* user_data_;
+  std::string name_;  // empty: unnamed (short names stay in the string's own buffer)
 };
 
 }  // namespace
@@ -121,12 +126,17 @@ maiaError_t maiaStreamWaitEvent(maiaStream_t stream, maiaEvent_t event) {
 }
 
 maiaError_t maiaLaunchHostFunc(maiaStream_t stream, maiaHostFn_t fn, void* user_data) {
+  return maiaLaunchHostFuncNamed(stream, fn, user_data, nullptr);
+}
+
+maiaError_t maiaLaunchHostFuncNamed(maiaStream_t stream, maiaHostFn_t fn, void* user_data,
+                                    const char* name) {
   MAIA_API_ENTER();
   if (fn == nullptr)
     return report(makeError(maiaErrorInvalidValue, "maiaLaunchHostFunc: fn is NULL"));
   std::shared_ptr<Stream> target;
   MAIA_RETURN_REPORT(resolveStream(stream, &target));
-  return report(enqueue(target.get(), std::make_unique<HostFuncCommand>(fn, user_data)));
+  return report(enqueue(target.get(), std::make_unique<HostFuncCommand>(fn, user_data, name)));
 }
 
 }  // extern "C"

@@ -183,6 +183,11 @@ typedef void (*maiaHostFn_t)(void* user_data);
  *  the driver's synchronizing functions. */
 MAIA_RUNTIME_API maiaError_t maiaLaunchHostFunc(maiaStream_t stream, maiaHostFn_t fn,
                                                 void* user_data);
+/** maiaLaunchHostFunc whose profiler record (maia/profiler.h) and error
+ *  messages carry name (copied; NULL or "" behaves as maiaLaunchHostFunc),
+ *  e.g. the collective a communication library runs in fn. */
+MAIA_RUNTIME_API maiaError_t maiaLaunchHostFuncNamed(maiaStream_t stream, maiaHostFn_t fn,
+                                                     void* user_data, const char* name);
 
 /* maiaEventInterprocess: the event can be shared with maiaIpcGetEventHandle. */
 enum { maiaEventDefault = 0, maiaEventDisableTiming = 1, maiaEventInterprocess = 2 };
