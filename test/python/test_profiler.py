@@ -312,6 +312,30 @@ class TestKinetoTrace:
         assert waiting_records(driver()) == 0
 
 
+    def test_collectives_are_named_slices_on_the_comm_stream(self, tmp_path):
+        import torch.distributed as dist
+
+        store = dist.HashStore()
+        dist.init_process_group("maia", store=store, rank=0, world_size=1,
+                                device_id=torch.device("maia", 0))
+        try:
+            t = torch.ones(1024, device="maia")
+
+            def work():
+                dist.all_reduce(t)
+                dist.broadcast(t, src=0)
+
+            events = chrome_trace(profile_device(work), tmp_path)
+        finally:
+            dist.destroy_process_group()
+        names = [e["name"] for e in device_events(events)]
+        collectives = [n for n in names if "sequence number" in n]
+        assert [n.split(" (")[0] for n in collectives] == ["ALLREDUCE", "BROADCAST"], names
+        # On device 0's communication stream, not the default stream.
+        tracks = {(e["pid"], e["tid"]) for e in device_events(events) if e["name"] in collectives}
+        assert len(tracks) == 1 and next(iter(tracks))[0] == 0 and next(iter(tracks))[1] != 0
+
+
 class TestLegacyProfiler:
     def test_use_device_maia_warns_nothing_and_times_are_sane(self):
         x = torch.randn(512, 512, device="maia")

@@ -284,7 +284,8 @@ void GlooTransport::exchange(Launch& launch) {
   exchange->status = launch.status;
   exchange->label = launch.label;
   exchange->timeout = launch.timeout;
-  MAIA_CHECK(maiaLaunchHostFunc(driverStream(launch.stream), &runExchange, exchange.get()));
+  MAIA_CHECK(maiaLaunchHostFuncNamed(driverStream(launch.stream), &runExchange, exchange.get(),
+                                     exchange->label.c_str()));
   exchange.release();  // runExchange owns it now
   launch.steps.clear();
   launch.on_exchanged.clear();
