@@ -282,4 +282,21 @@ TEST(MemoryTest, PatternFillWritesEveryElementOnAStream) {
   MAIA_ASSERT_OK(maiaFree(d));
 }
 
+TEST(MemoryTest, PatternFillOfSixteenByteElements) {  // complex128
+  const size_t n = (size_t{1} << 20) + 3;
+  struct Pair {
+    double re, im;
+  };
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, n * sizeof(Pair)));
+  const Pair value{1.5, -2.25};
+  MAIA_ASSERT_OK(maiaMemsetPatternAsync(d, &value, sizeof(value), n, nullptr));
+  std::vector<Pair> out(n);
+  MAIA_ASSERT_OK(maiaMemcpy(out.data(), d, n * sizeof(Pair), maiaMemcpyDeviceToHost));
+  for (size_t i = 0; i < n; ++i) ASSERT_TRUE(out[i].re == 1.5 && out[i].im == -2.25) << i;
+  MAIA_EXPECT_ERROR(maiaMemsetPatternAsync(static_cast<char*>(d) + 8, &value, 16, 1, nullptr),
+                    maiaErrorInvalidValue, "not aligned");
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
 }  // namespace

@@ -92,7 +92,8 @@ class PatternCommand final : public Command {
       case 1: fill<uint8_t>(begin, end); break;
       case 2: fill<uint16_t>(begin, end); break;
       case 4: fill<uint32_t>(begin, end); break;
-      default: fill<uint64_t>(begin, end); break;
+      case 8: fill<uint64_t>(begin, end); break;
+      default: fill<Pair64>(begin, end); break;
     }
   }
   std::string describe() const override {
@@ -103,6 +104,10 @@ class PatternCommand final : public Command {
   uint64_t activityBytes() const override { return pattern_bytes_ * count_; }
 
  private:
+  struct Pair64 {  // a 16-byte element: complex128
+    uint64_t low, high;
+  };
+
   template <typename T>
   void fill(size_t begin, size_t end) {
     T value;
@@ -114,7 +119,7 @@ class PatternCommand final : public Command {
   char* dst_;
   size_t pattern_bytes_;
   size_t count_;
-  alignas(8) unsigned char pattern_[8];
+  alignas(8) unsigned char pattern_[16];
 };
 
 /// One side of a copy, resolved to the address the driver uses.
@@ -255,9 +260,10 @@ Status setMemory(void* device_ptr, int value, size_t bytes, Stream* stream, bool
 
 Status setMemoryPattern(void* device_ptr, const void* pattern, size_t pattern_bytes,
                         size_t count, Stream* stream) {
-  if (pattern_bytes != 1 && pattern_bytes != 2 && pattern_bytes != 4 && pattern_bytes != 8)
+  if (pattern_bytes != 1 && pattern_bytes != 2 && pattern_bytes != 4 && pattern_bytes != 8 &&
+      pattern_bytes != 16)
     return makeError(maiaErrorInvalidValue, "maiaMemsetPatternAsync: pattern size ",
-                     pattern_bytes, " is not 1, 2, 4 or 8 bytes");
+                     pattern_bytes, " is not 1, 2, 4, 8 or 16 bytes");
   if (pattern == nullptr)
     return makeError(maiaErrorInvalidValue, "maiaMemsetPatternAsync: pattern is NULL");
   if (count == 0) return {};

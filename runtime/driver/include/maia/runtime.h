@@ -154,7 +154,7 @@ MAIA_RUNTIME_API maiaError_t maiaMemset(void* device_ptr, int value, size_t byte
 MAIA_RUNTIME_API maiaError_t maiaMemsetAsync(void* device_ptr, int value, size_t bytes,
                                              struct maiaStream* stream);
 
-/** Fills count elements of pattern_bytes (1, 2, 4 or 8) each with the value
+/** Fills count elements of pattern_bytes (1, 2, 4, 8 or 16) each with the value
  *  at pattern, on a stream; the pattern is copied at the call. */
 MAIA_RUNTIME_API maiaError_t maiaMemsetPatternAsync(void* device_ptr, const void* pattern,
                                                     size_t pattern_bytes, size_t count,
