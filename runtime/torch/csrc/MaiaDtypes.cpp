@@ -4,7 +4,7 @@
 
 namespace torch_maia {
 
-bool isSupportedDtype(c10::ScalarType dtype) {
+bool hasNativeKernels(c10::ScalarType dtype) {
   switch (dtype) {
     case c10::ScalarType::Half:
     case c10::ScalarType::BFloat16:
@@ -22,10 +22,25 @@ bool isSupportedDtype(c10::ScalarType dtype) {
   }
 }
 
+bool isSupportedDtype(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::ScalarType::UInt16:
+    case c10::ScalarType::UInt32:
+    case c10::ScalarType::UInt64:
+    case c10::ScalarType::ComplexHalf:
+    case c10::ScalarType::ComplexFloat:
+    case c10::ScalarType::ComplexDouble:
+      return true;
+    default:
+      return hasNativeKernels(dtype);
+  }
+}
+
 void checkSupportedDtype(c10::ScalarType dtype) {
   TORCH_CHECK_TYPE(isSupportedDtype(dtype), "maia tensors do not support dtype ", dtype,
-                   "; supported: float16, bfloat16, float32, float64, bool, uint8, int8, "
-                   "int16, int32, int64");
+                   "; supported: float16, bfloat16, float32, float64, bool, uint8, uint16, "
+                   "uint32, uint64, int8, int16, int32, int64, complex32, complex64, "
+                   "complex128");
 }
 
 }  // namespace torch_maia

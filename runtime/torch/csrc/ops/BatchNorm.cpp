@@ -15,6 +15,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -180,11 +181,11 @@ std::tuple<Tensor, Tensor, Tensor> batchNormLegitNoStats(const Tensor& input,
   return batchNorm(input, weight, bias, std::nullopt, std::nullopt, training, momentum, eps);
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("native_batch_norm", &batchNorm);
-  m.impl("_native_batch_norm_legit", &batchNormLegit);
-  m.impl("_native_batch_norm_legit.no_stats", &batchNormLegitNoStats);
-  m.impl("native_batch_norm_backward", &batchNormBackward);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("native_batch_norm", TORCH_FN(batchNorm));
+  m.impl("_native_batch_norm_legit", TORCH_FN(batchNormLegit));
+  m.impl("_native_batch_norm_legit.no_stats", TORCH_FN(batchNormLegitNoStats));
+  m.impl("native_batch_norm_backward", TORCH_FN(batchNormBackward));
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 
 #include <vector>
 
+#include "ops/HostRouting.h"
+
 namespace torch_maia::ops {
 namespace {
 
@@ -59,7 +61,7 @@ Tensor& catOut(const at::ITensorListRef& list, int64_t dim, Tensor& out) {
   return out;
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+MAIA_NATIVE_KERNELS(m) {
   m.impl("cat", [](const at::ITensorListRef& tensors, int64_t dim) {
     std::vector<Tensor> list(tensors.begin(), tensors.end());
     TORCH_CHECK(!list.empty(), "torch.cat(): expected a non-empty list of Tensors");

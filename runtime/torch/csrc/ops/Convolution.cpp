@@ -20,6 +20,7 @@
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
 #include "ops/Fallback.h"
+#include "ops/HostRouting.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -193,7 +194,7 @@ std::tuple<Tensor, Tensor, Tensor> convolutionBackward(
           toDeviceOf(grad_bias, weight)};
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+MAIA_NATIVE_KERNELS(m) {
   m.impl("convolution_overrideable", TORCH_FN(convolution));
   m.impl("convolution_backward_overrideable", TORCH_FN(convolutionBackward));
 }

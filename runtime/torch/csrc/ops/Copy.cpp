@@ -17,12 +17,15 @@
 #include <ATen/TensorIterator.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
+#include <ATen/ops/_neg_view.h>
 #include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 
 #include "MaiaCheck.h"
+#include "MaiaDtypes.h"
 #include "MaiaStream.h"
 #include "ops/EagerKernels.h"
+#include "ops/Fallback.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -31,9 +34,11 @@ namespace {
 bool isMaia(const at::Tensor& t) { return t.device().is_privateuseone(); }
 
 /// Whether src and dst can be copied byte for byte: same dtype, both dense
-/// and non-overlapping, with the same strides.
+/// and non-overlapping, with the same strides, and neither a conjugate or
+/// negative view (whose values are not its bytes).
 bool isBytewiseCopy(const at::Tensor& src, const at::Tensor& dst) {
   return src.dtype() == dst.dtype() && src.sizes() == dst.sizes() &&
+         src.is_conj() == dst.is_conj() && !src.is_neg() && !dst.is_neg() &&
          src.is_non_overlapping_and_dense() && dst.is_non_overlapping_and_dense() &&
          src.strides() == dst.strides();
 }
@@ -61,9 +66,37 @@ void streamWaitStream(maiaStream_t waiter, maiaStream_t producer) {
   MAIA_CHECK(maiaEventDestroy(ready));
 }
 
+void castOnDevice(const at::Tensor& src, const at::Tensor& dst);
+
+/// castOnDevice between dtypes when one has no cast kernels (MaiaDtypes.h).
+/// Complex values move as (real, imaginary) pairs of their real dtype; the
+/// wider unsigned types convert on the host, as their other operators do.
+void castWithoutKernels(const at::Tensor& src, const at::Tensor& dst) {
+  if (src.is_complex() && dst.is_complex()) {
+    castOnDevice(at::view_as_real(src), at::view_as_real(dst));
+  } else if (dst.is_complex() && hasNativeKernels(src.scalar_type())) {
+    at::Tensor pairs = at::view_as_real(dst);
+    castOnDevice(src, pairs.select(-1, 0));
+    at::Tensor imaginary = pairs.select(-1, 1);
+    fill(imaginary, 0);
+  } else if (src.is_complex() && hasNativeKernels(dst.scalar_type())) {
+    castOnDevice(at::view_as_real(src).select(-1, 0), dst);  // CPU drops the imaginary part
+  } else {
+    noteHostFallback("maia copy from " + std::string(c10::toString(src.scalar_type())) +
+                     " to " + c10::toString(dst.scalar_type()));
+    at::Tensor host = at::empty(src.sizes(), src.options().device(at::kCPU));
+    host.copy_(src);
+    dst.copy_(host.to(dst.scalar_type()));
+  }
+}
+
 /// Converts and/or re-strides src into dst on dst's device with a cast
 /// kernel (src already on that device).
 void castOnDevice(const at::Tensor& src, const at::Tensor& dst) {
+  if (!hasNativeKernels(src.scalar_type()) || !hasNativeKernels(dst.scalar_type())) {
+    castWithoutKernels(src, dst);
+    return;
+  }
   at::TensorIterator iter = at::TensorIteratorConfig()
                                 .add_output(dst)
                                 .add_const_input(src)
@@ -189,6 +222,19 @@ void copyMaiaToMaia(const at::Tensor& src, const at::Tensor& dst) {
   streamWaitStream(dst_stream, src_stream);
 }
 
+/// A conjugate or negative view of maia memory as a host tensor with its
+/// values: its bytes are downloaded as they are and the CPU resolves the bit
+/// (complex conjugation has no maia kernel; see MaiaDtypes.h).
+at::Tensor resolveOnHost(const at::Tensor& view) {
+  at::Tensor bytes = view.is_conj() ? view.conj() : view;  // the same memory, bits cleared
+  if (bytes.is_neg()) bytes = bytes._neg_view();
+  at::Tensor host = at::empty(bytes.sizes(), bytes.options().device(at::kCPU));
+  host.copy_(bytes);
+  if (view.is_conj()) host = host.conj();
+  if (view.is_neg()) host = host._neg_view();
+  return host.resolve_conj().resolve_neg();
+}
+
 }  // namespace
 
 at::Tensor copyFrom(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
@@ -199,6 +245,11 @@ at::Tensor copyFrom(const at::Tensor& src, const at::Tensor& dst, bool non_block
               " doesn't match the broadcast shape ", c10::IntArrayRef(broadcast));
   const at::Tensor self = src.sizes() == dst.sizes() ? src : src.expand(dst.sizes());
   if (dst.numel() == 0) return dst;
+  if (isMaia(self) && (self.is_conj() || self.is_neg()) &&
+      (self.is_conj() != dst.is_conj() || self.is_neg())) {
+    dst.copy_(resolveOnHost(self));  // host to dst, wherever dst is
+    return dst;
+  }
   if (isMaia(self) && isMaia(dst)) {
     copyMaiaToMaia(self, dst);
   } else if (isMaia(dst)) {

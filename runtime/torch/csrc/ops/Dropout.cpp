@@ -16,6 +16,7 @@
 #include "MaiaGenerator.h"
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -74,9 +75,9 @@ Tensor nativeDropoutBackward(const Tensor& grad, const Tensor& mask, double scal
   return out;
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("native_dropout", &nativeDropout);
-  m.impl("native_dropout_backward", &nativeDropoutBackward);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("native_dropout", TORCH_FN(nativeDropout));
+  m.impl("native_dropout_backward", TORCH_FN(nativeDropoutBackward));
 }
 
 }  // namespace

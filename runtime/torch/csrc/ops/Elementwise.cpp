@@ -20,6 +20,7 @@
 
 #include "MaiaCheck.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 #include "ops/OpUtils.h"
 
@@ -548,7 +549,7 @@ Tensor& lerpTensorOut(const Tensor& self, const Tensor& end, const Tensor& weigh
 
 /// The activations and the pointwise ops with a scalar: functional,
 /// in-place and out= variants where aten has them, and their backwards.
-void registerActivations(torch::Library& m) {
+void registerActivations(routing::NativeKernels& m) {
   using S = const at::Scalar&;
   m.impl("leaky_relu", [](const Tensor& a, S negval) {
     Tensor out;
@@ -654,7 +655,7 @@ void registerActivations(torch::Library& m) {
          });
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+MAIA_NATIVE_KERNELS(m) {
   m.impl("add.Tensor", [](const Tensor& a, const Tensor& b, const at::Scalar& alpha) {
     Tensor out;
     return addOut(a, b, alpha, out, false);
@@ -732,10 +733,10 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("pow.Scalar_out", [](const at::Scalar& a, const Tensor& b, Tensor& out) -> Tensor& {
     return powScalarBaseOut(a, b, out);
   });
-  m.impl("isposinf", &isInf<true>);
-  m.impl("isposinf.out", &isInfOutVariant<true>);
-  m.impl("isneginf", &isInf<false>);
-  m.impl("isneginf.out", &isInfOutVariant<false>);
+  m.impl("isposinf", TORCH_FN(isInf<true>));
+  m.impl("isposinf.out", TORCH_FN(isInfOutVariant<true>));
+  m.impl("isneginf", TORCH_FN(isInf<false>));
+  m.impl("isneginf.out", TORCH_FN(isInfOutVariant<false>));
   MAIA_COMPARISON("eq");
   MAIA_COMPARISON("ne");
   MAIA_COMPARISON("lt");

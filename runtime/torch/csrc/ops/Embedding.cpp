@@ -13,6 +13,7 @@
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
 #include "ops/Fallback.h"
+#include "ops/HostRouting.h"
 #include "ops/OpUtils.h"
 
 namespace torch_maia::ops {
@@ -42,7 +43,7 @@ Tensor embeddingDenseBackward(const Tensor& grad_output, const Tensor& indices,
   return gw;
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+MAIA_NATIVE_KERNELS(m) {
   m.impl("embedding_dense_backward", [](const Tensor& grad_output, const Tensor& indices,
                                         c10::SymInt num_weights, c10::SymInt padding_idx,
                                         bool scale_grad_by_freq) {

@@ -114,6 +114,10 @@ void maiaFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
 
 }  // namespace
 
+void hostFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  maiaFallback(op, stack);
+}
+
 void noteHostFallback(const std::string& name) { countAndWarn(name); }
 
 std::map<std::string, int64_t> fallbackCounts() {

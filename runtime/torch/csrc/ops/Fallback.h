@@ -2,11 +2,17 @@
 // host (inputs copied in, computed by the CPU kernel, outputs copied back).
 #pragma once
 
+#include <ATen/core/dispatch/Dispatcher.h>
+
 #include <cstdint>
 #include <map>
 #include <string>
 
 namespace torch_maia::ops {
+
+/// The boxed host fallback itself: runs op's CPU kernel on copies of the
+/// stack's maia tensors and copies the results back (counted, warned once).
+void hostFallback(const c10::OperatorHandle& op, torch::jit::Stack* stack);
 
 /// Counts (and warns once about) an operator that a maia kernel computes
 /// on the host explicitly, where the boxed fallback cannot be reached.

@@ -7,6 +7,8 @@
 #include <ATen/ATen.h>
 #include <torch/library.h>
 
+#include "ops/HostRouting.h"
+
 namespace torch_maia::ops {
 namespace {
 
@@ -67,7 +69,7 @@ Tensor& updateScale(Tensor& scale, Tensor& growth_tracker, const Tensor& found_i
   return scale;
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+MAIA_NATIVE_KERNELS(m) {
   m.impl("_amp_foreach_non_finite_check_and_unscale_", TORCH_FN(nonFiniteCheckAndUnscale));
   m.impl("_amp_update_scale_", TORCH_FN(updateScale));
 }

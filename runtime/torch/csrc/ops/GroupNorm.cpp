@@ -10,6 +10,8 @@
 #include <optional>
 #include <tuple>
 
+#include "ops/HostRouting.h"
+
 namespace torch_maia::ops {
 namespace {
 
@@ -38,8 +40,8 @@ std::tuple<Tensor, Tensor, Tensor> groupNorm(const Tensor& input,
   return {out.to(dtype), mean.to(dtype), rstd.to(dtype)};
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("native_group_norm", &groupNorm);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("native_group_norm", TORCH_FN(groupNorm));
 }
 
 }  // namespace

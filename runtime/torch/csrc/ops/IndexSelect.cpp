@@ -15,6 +15,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 #include "ops/OpUtils.h"
 
@@ -92,8 +93,8 @@ Tensor& indexAddInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor
   return out;
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("index_select", &indexSelect);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("index_select", TORCH_FN(indexSelect));
   m.impl("index_add", [](const Tensor& self, int64_t dim, const Tensor& index,
                          const Tensor& source, const at::Scalar& alpha) {
     Tensor out = self.clone(at::MemoryFormat::Contiguous);

@@ -25,6 +25,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -205,8 +206,8 @@ Tensor& resultInto(const Tensor& result, Tensor& out) {
   return out.copy_(result);
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("index.Tensor", &indexOp);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("index.Tensor", TORCH_FN(indexOp));
   m.impl("index.Tensor_out", [](const Tensor& self, const IndexList& indices,
                                 Tensor& out) -> Tensor& {
     return resultInto(indexOp(self, indices), out);
@@ -215,12 +216,12 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
                                 bool accumulate, bool /*unsafe*/) -> Tensor& {
     return indexPut(self, indices, values, accumulate);
   });
-  m.impl("masked_select", &maskedSelect);
+  m.impl("masked_select", TORCH_FN(maskedSelect));
   m.impl("masked_select.out", [](const Tensor& self, const Tensor& mask,
                                  Tensor& out) -> Tensor& {
     return resultInto(maskedSelect(self, mask), out);
   });
-  m.impl("nonzero", &nonzeroOp);
+  m.impl("nonzero", TORCH_FN(nonzeroOp));
   m.impl("nonzero.out", [](const Tensor& self, Tensor& out) -> Tensor& {
     return resultInto(nonzeroOp(self), out);
   });

@@ -12,6 +12,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 #include "ops/OpUtils.h"
 
@@ -108,9 +109,9 @@ std::tuple<Tensor, Tensor, Tensor> layerNormBackward(
   return {dx, dw, db};
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("native_layer_norm", &layerNorm);
-  m.impl("native_layer_norm_backward", &layerNormBackward);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("native_layer_norm", TORCH_FN(layerNorm));
+  m.impl("native_layer_norm_backward", TORCH_FN(layerNormBackward));
 }
 
 }  // namespace

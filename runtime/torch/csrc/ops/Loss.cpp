@@ -15,6 +15,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/OpUtils.h"
 
 namespace torch_maia::ops {
@@ -121,7 +122,7 @@ Tensor nllLoss2dBackward(const Tensor& grad_output, const Tensor& self, const Te
       .contiguous();
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+MAIA_NATIVE_KERNELS(m) {
   m.impl("nll_loss_forward", [](const Tensor& self, const Tensor& target,
                                 const std::optional<Tensor>& weight, int64_t reduction,
                                 c10::SymInt ignore_index) {

@@ -12,6 +12,7 @@
 #include "gemm_launch.h"
 #include "ops/EagerKernels.h"
 #include "ops/Fallback.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -110,7 +111,7 @@ Tensor emptyResult(const Tensor& a, std::initializer_list<int64_t> shape) {
   return newEmpty(shape, a.options());
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+MAIA_NATIVE_KERNELS(m) {
   m.impl("mm", [](const Tensor& a, const Tensor& b) {
     Tensor out = emptyResult(a, {a.size(0), b.dim() > 1 ? b.size(1) : 0});
     return mmOut(a, b, out);

@@ -29,6 +29,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -379,22 +380,22 @@ Tensor& adaptiveMaxPool2dBackwardOut(const Tensor& grad_output, const Tensor& se
   return grad_input;
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("max_pool2d_with_indices", &maxPool2d);
-  m.impl("max_pool2d_with_indices.out", &maxPool2dOut);
-  m.impl("max_pool2d_with_indices_backward", &maxPool2dBackward);
-  m.impl("max_pool2d_with_indices_backward.grad_input", &maxPool2dBackwardOut);
-  m.impl("avg_pool2d", &avgPool2d);
-  m.impl("avg_pool2d.out", &avgPool2dOut);
-  m.impl("avg_pool2d_backward", &avgPool2dBackward);
-  m.impl("avg_pool2d_backward.grad_input", &avgPool2dBackwardOut);
-  m.impl("_adaptive_avg_pool2d", &adaptiveAvgPool2d);
-  m.impl("adaptive_avg_pool2d.out", &adaptiveAvgPool2dOut);
-  m.impl("_adaptive_avg_pool2d_backward", &adaptiveAvgPool2dBackward);
-  m.impl("adaptive_max_pool2d", &adaptiveMaxPool2d);
-  m.impl("adaptive_max_pool2d.out", &adaptiveMaxPool2dOut);
-  m.impl("adaptive_max_pool2d_backward", &adaptiveMaxPool2dBackward);
-  m.impl("adaptive_max_pool2d_backward.grad_input", &adaptiveMaxPool2dBackwardOut);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("max_pool2d_with_indices", TORCH_FN(maxPool2d));
+  m.impl("max_pool2d_with_indices.out", TORCH_FN(maxPool2dOut));
+  m.impl("max_pool2d_with_indices_backward", TORCH_FN(maxPool2dBackward));
+  m.impl("max_pool2d_with_indices_backward.grad_input", TORCH_FN(maxPool2dBackwardOut));
+  m.impl("avg_pool2d", TORCH_FN(avgPool2d));
+  m.impl("avg_pool2d.out", TORCH_FN(avgPool2dOut));
+  m.impl("avg_pool2d_backward", TORCH_FN(avgPool2dBackward));
+  m.impl("avg_pool2d_backward.grad_input", TORCH_FN(avgPool2dBackwardOut));
+  m.impl("_adaptive_avg_pool2d", TORCH_FN(adaptiveAvgPool2d));
+  m.impl("adaptive_avg_pool2d.out", TORCH_FN(adaptiveAvgPool2dOut));
+  m.impl("_adaptive_avg_pool2d_backward", TORCH_FN(adaptiveAvgPool2dBackward));
+  m.impl("adaptive_max_pool2d", TORCH_FN(adaptiveMaxPool2d));
+  m.impl("adaptive_max_pool2d.out", TORCH_FN(adaptiveMaxPool2dOut));
+  m.impl("adaptive_max_pool2d_backward", TORCH_FN(adaptiveMaxPool2dBackward));
+  m.impl("adaptive_max_pool2d_backward.grad_input", TORCH_FN(adaptiveMaxPool2dBackwardOut));
 }
 
 }  // namespace

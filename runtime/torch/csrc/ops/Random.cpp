@@ -6,6 +6,7 @@
 // consumes one offset, so torch.maia.manual_seed reproduces a run and
 // consecutive calls differ. Nothing is drawn on the host.
 #include <ATen/core/Generator.h>
+#include <ATen/ops/view_as_real.h>
 #include <torch/library.h>
 
 #include <limits>
@@ -15,6 +16,7 @@
 #include "MaiaGenerator.h"
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -56,6 +58,11 @@ Tensor& randomFill(Tensor& self, const char* name, double a, double b,
 }
 
 Tensor& uniform(Tensor& self, double from, double to, std::optional<at::Generator> gen) {
+  if (self.is_complex()) {  // as the CPU: each of the real and imaginary parts
+    Tensor parts = at::view_as_real(self);
+    uniform(parts, from, to, std::move(gen));
+    return self;
+  }
   TORCH_CHECK(at::isFloatingType(self.scalar_type()), "\"uniform_\" not implemented for '",
               self.scalar_type(), "'");
   TORCH_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=",
@@ -70,13 +77,18 @@ Tensor& uniform(Tensor& self, double from, double to, std::optional<at::Generato
 }
 
 Tensor& normal(Tensor& self, double mean, double std, std::optional<at::Generator> gen) {
+  if (self.is_complex()) {  // as the CPU: variance std^2 split between the parts
+    Tensor parts = at::view_as_real(self);
+    normal(parts, mean, std / std::sqrt(2.0), std::move(gen));
+    return self;
+  }
   TORCH_CHECK(at::isFloatingType(self.scalar_type()), "\"normal_kernel_cpu\" not implemented "
               "for '", self.scalar_type(), "'");
   TORCH_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
   return randomFill(self, "normal", mean, std, gen, kNormalWork);
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+MAIA_NATIVE_KERNELS(m) {
   m.impl("uniform_", &uniform);
   m.impl("normal_", &normal);
 }

@@ -15,6 +15,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -57,7 +58,7 @@ Tensor& arangeOut(const at::Scalar& start, const at::Scalar& end, const at::Scal
   return at::native::arange_out(start, end, step, out);
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) { m.impl("arange.start_out", &arangeOut); }
+MAIA_NATIVE_KERNELS(m) { m.impl("arange.start_out", TORCH_FN(arangeOut)); }
 
 }  // namespace
 }  // namespace torch_maia::ops

@@ -24,6 +24,7 @@
 #include "MaiaStream.h"
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -356,7 +357,7 @@ std::vector<int64_t> oneDim(int64_t dim) { return {dim}; }
 
 // ---------------------------------------------------------------- registration
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+MAIA_NATIVE_KERNELS(m) {
   using ST = std::optional<c10::ScalarType>;
   // sum, mean, prod
   m.impl("sum.dim_IntList", [](const Tensor& self, DimList dim, bool keepdim, ST dtype) {

@@ -14,6 +14,9 @@
 #include <ATen/ops/_reshape_alias_native.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/set_native.h>
+#include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <torch/library.h>
 
@@ -40,6 +43,9 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
   m.impl("view", TORCH_FN(at::native::view));
   m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
+  m.impl("unfold", TORCH_FN(at::native::unfold));
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
   m.impl("resize_", TORCH_FN(resize));
   m.impl("set_.source_Storage", TORCH_FN(at::native::set_));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(setStorageOffset));
@@ -73,6 +79,21 @@ bool isPlainDense(const at::Tensor& t) {
 bool hasCompatibleShallowCopyType(const at::Tensor& self, const at::Tensor& from) {
   return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from.key_set()) ||
          (isPlainDense(self) && isPlainDense(from));
+}
+
+// A conjugate or negative view reaches maia's _copy_from with its bit set
+// (ATen's copy_ hands copies involving out-of-tree devices straight to
+// _copy_from), and copyFrom resolves it. Without these fallthroughs the
+// math-bit fallbacks would resolve the bit first with resolve_conj, whose
+// copy_ calls _copy_from again: unbounded recursion.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
 }
 
 TORCH_LIBRARY_IMPL(aten, AutogradPrivateUse1, m) {

@@ -13,6 +13,8 @@
 #include <optional>
 #include <tuple>
 
+#include "ops/HostRouting.h"
+
 namespace torch_maia::ops {
 namespace {
 
@@ -105,11 +107,11 @@ std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor> gruCellBackward(const Tensor&
   return {grad_input_gates, grad_hidden_gates, grad_hy * z, grad_input_bias, grad_hidden_bias};
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_thnn_fused_lstm_cell", &lstmCell);
-  m.impl("_thnn_fused_lstm_cell_backward_impl", &lstmCellBackward);
-  m.impl("_thnn_fused_gru_cell", &gruCell);
-  m.impl("_thnn_fused_gru_cell_backward", &gruCellBackward);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("_thnn_fused_lstm_cell", TORCH_FN(lstmCell));
+  m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(lstmCellBackward));
+  m.impl("_thnn_fused_gru_cell", TORCH_FN(gruCell));
+  m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(gruCellBackward));
 }
 
 }  // namespace

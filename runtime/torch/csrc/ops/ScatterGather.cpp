@@ -20,6 +20,7 @@
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
 #include "ops/Fallback.h"
+#include "ops/HostRouting.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -92,8 +93,8 @@ Tensor scalarSource(const Tensor& self, const Tensor& index, const at::Scalar& v
   return at::full(index.sizes(), value, self.options());
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("gather", &gatherOp);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("gather", TORCH_FN(gatherOp));
   m.impl("scatter.src", [](const Tensor& self, int64_t dim, const Tensor& index,
                            const Tensor& src) {
     Tensor out = self.clone(at::MemoryFormat::Contiguous);

@@ -7,6 +7,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 #include "ops/OpUtils.h"
 
@@ -54,7 +55,7 @@ Tensor softmaxBackward(const Tensor& grad, const Tensor& output, int64_t dim,
   return result.scalar_type() == input_dtype ? result : result.to(input_dtype);
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+MAIA_NATIVE_KERNELS(m) {
   m.impl("_softmax", [](const Tensor& self, int64_t dim, bool half_to_float) {
     return softmaxForward(self, dim, half_to_float, false);
   });

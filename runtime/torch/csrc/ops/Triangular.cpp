@@ -7,6 +7,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -55,13 +56,13 @@ Tensor& triangularOutVariant(const Tensor& self, int64_t diagonal, Tensor& out) 
   return triangularOut(Upper ? "triu" : "tril", Upper, self, diagonal, out);
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("tril", &triangular<false>);
-  m.impl("tril_", &triangularInPlace<false>);
-  m.impl("tril.out", &triangularOutVariant<false>);
-  m.impl("triu", &triangular<true>);
-  m.impl("triu_", &triangularInPlace<true>);
-  m.impl("triu.out", &triangularOutVariant<true>);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("tril", TORCH_FN(triangular<false>));
+  m.impl("tril_", TORCH_FN(triangularInPlace<false>));
+  m.impl("tril.out", TORCH_FN(triangularOutVariant<false>));
+  m.impl("triu", TORCH_FN(triangular<true>));
+  m.impl("triu_", TORCH_FN(triangularInPlace<true>));
+  m.impl("triu.out", TORCH_FN(triangularOutVariant<true>));
 }
 
 }  // namespace
