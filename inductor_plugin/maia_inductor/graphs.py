@@ -102,7 +102,7 @@ class _Captured:
     """One captured graph of a GraphedCall: its input buffers, outputs and
     how each output goes back to the caller."""
 
-    __slots__ = ("graph", "args", "copied", "outputs", "plan")
+    __slots__ = ("graph", "args", "copied", "outputs", "plan", "all_clones")
 
     def __init__(self, graph, args, copied, outputs, plan):
         self.graph = graph
@@ -115,6 +115,7 @@ class _Captured:
         # ("input", i) a view of input i, rebuilt on the caller's tensor;
         # ("keep", None) returned as is (views of static inputs, numbers).
         self.plan = plan
+        self.all_clones = all(kind == "clone" for kind, _ in plan)
 
 
 class GraphedCall:
@@ -274,7 +275,10 @@ class GraphedCall:
             value = args[index]
             if index in captured.copied and value.data_ptr() != buffers[index].data_ptr():
                 _copy_into(value, buffers[index])
-        results = _give_back(captured, args)
+        if captured.all_clones:
+            results = [output.clone() for output in captured.outputs]
+        else:
+            results = _give_back(captured, args)
         args.clear()
         return results
 
