@@ -184,6 +184,9 @@ class GraphedCall:
     # -- first call of a signature ----------------------------------------
 
     def _warm_up_and_capture(self, key, args: list):
+        if torch.maia.is_current_stream_capturing():
+            # Inside the caller's own capture: run into it, capture nothing.
+            return self.call(args)
         inputs = list(args)
         reason = _unsupported_input(inputs)
         if reason is None and len(self.graphs) >= self.rerecord_limit:
@@ -269,7 +272,14 @@ class GraphedCall:
             buffer = buffers[index]
             if value.data_ptr() != buffer.data_ptr():
                 _copy_into(buffer, value)
-        captured.graph.replay()
+        try:
+            captured.graph.replay()
+        except RuntimeError:
+            if not torch.maia.is_current_stream_capturing():
+                raise
+            # Called inside the caller's own capture (a graph cannot launch
+            # into one): the compiled code becomes part of that capture.
+            return self.call(args)
         stats.replays += 1
         for index in self.mutated_inputs:
             value = args[index]

@@ -233,6 +233,29 @@ def test_compiled_training_step_with_optimizer(optimizer_name):
         assert len(reasons) == 1 and "cpu tensors" in reasons[0]
 
 
+def test_a_compiled_function_called_inside_a_users_capture_joins_it():
+    def fn(x):
+        return torch.relu(x) * 3 - 1
+
+    compiled = torch.compile(fn, mode=RO)
+    static_x = torch.randn(128).to("maia")
+    compiled(static_x)
+    compiled(static_x)
+    assert stats.captures == 1 and stats.replays == 1
+    for _ in range(2):  # replaying path, then (fresh function) first-call path
+        user_graph = torch.maia.MaiaGraph()
+        with torch.maia.graph(user_graph):
+            static_y = compiled(static_x)
+        for _ in range(3):
+            x = torch.randn(128)
+            static_x.copy_(x)
+            user_graph.replay()
+            _close(static_y, fn(x))
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, mode=RO)
+    assert stats.fallbacks == []
+
+
 def test_default_mode_captures_nothing():
     model = _mlp()
     compiled = torch.compile(copy.deepcopy(model).to("maia"))
