@@ -52,14 +52,14 @@ def _static_reason() -> str | None:
     """Why this graph cannot be captured, from what the compiler knows."""
     if V.graph.disable_cudagraphs_reason:
         return V.graph.disable_cudagraphs_reason
+    node = get_first_incompatible_cudagraph_node(V.graph.module)
+    if node is not None:
+        return f"operator {node.target} cannot be captured (Inductor's list of graph-unsafe ops)"
     devices = set(V.graph.device_types) - {"meta"}
     if devices != {"maia"}:
         others = ", ".join(sorted(devices - {"maia"})) or "no device"
         return (f"the graph has {others} tensors or operations; a capture holds maia work "
                 "only (a host value would be read once, at capture)")
-    node = get_first_incompatible_cudagraph_node(V.graph.module)
-    if node is not None:
-        return f"operator {node.target} cannot be captured (Inductor's list of graph-unsafe ops)"
     return None
 
 

@@ -134,6 +134,22 @@ def test_an_uncapturable_operator_falls_back_with_a_logged_reason(caplog):
     assert "runs without graphs" in caplog.text
 
 
+def test_a_data_dependent_shape_is_found_at_compile_time(caplog):
+    # nonzero's output size is read on the host from the device.
+    def fn(x):
+        return torch.nonzero(x > 0).sum(0) + 1
+
+    compiled = torch.compile(fn, mode=RO)
+    with torch._dynamo.config.patch(capture_dynamic_output_shape_ops=True), \
+            caplog.at_level(logging.WARNING, logger="maia_inductor.graphs"):
+        for _ in range(3):
+            x = torch.randn(16)
+            assert torch.equal(compiled(x.to("maia")).cpu(), fn(x))
+    assert stats.warmups == 0 and stats.replays == 0
+    assert len(stats.fallbacks) == 1 and "nonzero" in stats.fallbacks[0][1]
+    assert "nonzero" in caplog.text
+
+
 def test_random_numbers_are_not_replayed():
     def fn(x):
         return torch.nn.functional.dropout(x, 0.5, training=True) + 1
