@@ -201,10 +201,17 @@ class GraphedCall:
         # and tells whether the graph draws random numbers, which a replay
         # would repeat.
         rng_before = _rng_states()
+        fallbacks_before = torch.maia.fallback_counts()
         outputs = self.call(args)
         stats.warmups += 1
         if _rng_states() != rng_before:
             self._disable("the graph draws random numbers (every replay would draw the same ones)")
+            return outputs
+        on_host = _new_fallbacks(fallbacks_before)
+        if on_host:
+            # Their copies to the host would invalidate the capture.
+            self._disable(f"host fallback operators run in the graph: {', '.join(on_host)} (no "
+                          "maia kernel; they copy to the host, which a capture cannot hold)")
             return outputs
         try:
             self.graphs[key] = self._capture(inputs)
@@ -333,6 +340,12 @@ def _unsupported_input(args) -> str | None:
         elif not isinstance(value, (int, float, bool, torch.SymInt)) and value is not None:
             return f"input {index} is a {type(value).__name__}, not a tensor or a number"
     return None
+
+
+def _new_fallbacks(before: dict) -> list:
+    """Operators that ran on the host fallback since `before` was counted."""
+    return sorted(name for name, count in torch.maia.fallback_counts().items()
+                  if count > before.get(name, 0))
 
 
 def _rng_states() -> tuple:

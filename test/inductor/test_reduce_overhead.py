@@ -130,8 +130,34 @@ def test_an_uncapturable_operator_falls_back_with_a_logged_reason(caplog):
     assert stats.captures == 0 and stats.replays == 0
     assert stats.eager_calls == 2
     assert len(stats.fallbacks) == 1
-    assert "pageable host memory" in stats.fallbacks[0][1]
+    assert "host fallback operators run in the graph: aten::sort" in stats.fallbacks[0][1]
     assert "runs without graphs" in caplog.text
+
+
+@torch.library.custom_op("maia_reduce_overhead_test::scale_by_host_max", mutates_args=())
+def _scale_by_host_max(x: torch.Tensor) -> torch.Tensor:
+    return x / float(x.abs().max().cpu())
+
+
+@_scale_by_host_max.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+
+def test_a_capture_that_fails_falls_back_with_the_operators_error():
+    # An operator that reads a value on the host: its copy to the host
+    # invalidates the capture, which is dropped.
+    def fn(x):
+        return _scale_by_host_max(x + 1) * 2
+
+    compiled = torch.compile(fn, mode=RO)
+    for _ in range(3):
+        x = torch.randn(32)
+        _close(compiled(x.to("maia")), fn(x))
+    assert stats.warmups == 1 and stats.captures == 0 and stats.eager_calls == 2
+    reason = stats.fallbacks[0][1]
+    assert reason.startswith("capture failed:") and "pageable host memory" in reason
+    assert not torch.maia.is_current_stream_capturing()
 
 
 def test_a_data_dependent_shape_is_found_at_compile_time(caplog):
