@@ -28,6 +28,7 @@ Kept free of Inductor imports, like runtime.py: cached graphs load this.
 from __future__ import annotations
 
 import logging
+import operator
 import weakref
 from dataclasses import dataclass, field
 
@@ -102,12 +103,16 @@ class _Captured:
     """One captured graph of a GraphedCall: its input buffers, outputs and
     how each output goes back to the caller."""
 
-    __slots__ = ("graph", "args", "copied", "outputs", "plan", "all_clones")
+    __slots__ = ("graph", "args", "copied", "copies", "broadcast", "outputs", "plan",
+                 "all_clones")
 
     def __init__(self, graph, args, copied, outputs, plan):
         self.graph = graph
         self.args = args  # what the capture read: buffers and static inputs
         self.copied = copied  # indices of inputs copied into buffers
+        self.copies = tuple((index, args[index]) for index in copied)
+        # Some input has broadcast (stride 0) dimensions: copies need _copy_into.
+        self.broadcast = any(0 in args[index].stride() for index in copied)
         self.outputs = outputs
         # Per output: ("clone", None) a dense tensor of the pool, cloned;
         # ("storage", None) pool memory shared with other outputs or not
@@ -140,6 +145,7 @@ class GraphedCall:
         # address is part of the signature) and inputs copied into buffers.
         self.static: tuple | None = None
         self.copied: tuple = ()
+        self._static_of = None  # args -> the static inputs, a tuple
         _live.add(self)
 
     def __call__(self, args: list):
@@ -165,9 +171,15 @@ class GraphedCall:
         tensors = [index for index, value in enumerate(args) if isinstance(value, torch.Tensor)]
         self.static = tuple(index for index in tensors if _is_static(args[index]))
         self.copied = tuple(index for index in tensors if index not in self.static)
+        if len(self.static) == 1:
+            only = self.static[0]
+            self._static_of = lambda values: (values[only],)
+        elif self.static:
+            self._static_of = operator.itemgetter(*self.static)
 
     def _key(self, args) -> tuple:
-        addresses = tuple([args[index].data_ptr() for index in self.static])
+        addresses = tuple([tensor.data_ptr() for tensor in self._static_of(args)]) \
+            if self.static else ()
         if not self.dynamic:
             return addresses
         sizes = tuple([(value.shape, value.stride()) if isinstance(value, torch.Tensor) else value
@@ -274,11 +286,13 @@ class GraphedCall:
 
     def _replay(self, captured: _Captured, args: list):
         buffers = captured.args
-        for index in captured.copied:
+        for index, buffer in captured.copies:
             value = args[index]
-            buffer = buffers[index]
             if value.data_ptr() != buffer.data_ptr():
-                _copy_into(buffer, value)
+                if captured.broadcast:
+                    _copy_into(buffer, value)
+                else:
+                    buffer.copy_(value)
         try:
             captured.graph.replay()
         except RuntimeError:

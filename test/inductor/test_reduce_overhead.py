@@ -85,6 +85,19 @@ def test_new_shapes_capture_a_graph_each_and_replay_it():
     assert stats.fallbacks == []
 
 
+def test_broadcast_inputs_are_copied_once_per_element():
+    def fn(x, y):
+        return x * y + 1
+
+    compiled = torch.compile(fn, mode=RO)
+    for _ in range(4):
+        column, y = torch.randn(6, 1), torch.randn(6, 8)
+        x_maia = column.to("maia").expand(6, 8)
+        assert x_maia.stride() == (1, 0)
+        _close(compiled(x_maia, y.to("maia")), fn(column.expand(6, 8), y))
+    assert stats.replays == 3
+
+
 def test_a_mutated_input_is_written_back_on_every_replay():
     def fn(x, y):
         x.mul_(2)
