@@ -54,7 +54,8 @@ def _static_reason() -> str | None:
         return V.graph.disable_cudagraphs_reason
     node = get_first_incompatible_cudagraph_node(V.graph.module)
     if node is not None:
-        return f"operator {node.target} cannot be captured (Inductor's list of graph-unsafe ops)"
+        return (f"operator {node.target} cannot be captured (on Inductor's list of graph-unsafe "
+                "operators, or its output size depends on data)")
     devices = set(V.graph.device_types) - {"meta"}
     if devices != {"maia"}:
         others = ", ".join(sorted(devices - {"maia"})) or "no device"

@@ -7,8 +7,9 @@ the plugin's wrapper ends a graph compiled with `triton.cudagraphs` (which is
 what mode="reduce-overhead" sets) with `call = GraphedCall(call, ...)`, and
 this class does the rest at run time:
 
-- per input signature (sizes, strides, dtypes, devices, integer inputs such
-  as dynamic sizes, and the addresses of static inputs) one captured graph;
+- one captured graph per input signature: the addresses of the static
+  inputs, and for graphs with dynamic shapes also every input's sizes and
+  strides and the integer inputs (Dynamo's guards fix the rest);
 - the first call of a signature runs the compiled code directly (warm-up),
   then captures it into a private memory pool, with every non-static input
   read from a buffer of the graph (static inputs, parameters and buffers of
