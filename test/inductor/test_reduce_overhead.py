@@ -311,14 +311,29 @@ def test_a_compiled_function_called_inside_a_users_capture_joins_it():
     assert stats.fallbacks == []
 
 
-def test_default_mode_captures_nothing():
+def _wrapper_sources(fn, *args, **options):
+    from torch._inductor.utils import run_and_get_code
+
+    torch._dynamo.reset()
+    result, sources = run_and_get_code(torch.compile(fn, **options), *args)
+    return result, sources
+
+
+def test_default_mode_captures_nothing_and_generates_no_graph_code():
     model = _mlp()
-    compiled = torch.compile(copy.deepcopy(model).to("maia"))
+    maia_model = copy.deepcopy(model).to("maia")
     with torch.no_grad():
+        x = torch.randn(4, 32)
+        result, sources = _wrapper_sources(maia_model, x.to("maia"))
+        _close(result, model(x))
+        assert sources and not any("GraphedCall" in source for source in sources)
+        compiled = torch.compile(maia_model)
         for _ in range(3):
             x = torch.randn(4, 32)
             _close(compiled(x.to("maia")), model(x))
-    assert (stats.warmups, stats.captures, stats.replays, stats.eager_calls) == (0, 0, 0, 0)
+        _, sources = _wrapper_sources(maia_model, x.to("maia"), mode=RO)
+        assert any("call = GraphedCall(call" in source for source in sources)
+    assert stats.captures == 1 and stats.replays == 0
 
 
 def test_reset_drops_captured_graphs_and_they_capture_again():
