@@ -4,7 +4,8 @@ It is PythonWrapperCodegen plus: the runtime imports (asynchronous kernel
 compilation, launch grids), a wait for the kernels before the graph first
 runs, and kernel calls that launch through the runtime's C++ launcher on the
 current maia stream. Buffers come from the maia caching allocator through
-empty_strided.
+empty_strided. Under mode="reduce-overhead" the module's `call` is wrapped to
+replay maia graphs (graph_capture.py, graphs.py).
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ class _MaiaWrapperMixin:
 
 
 class MaiaWrapperCodegen(_MaiaWrapperMixin, PythonWrapperCodegen):
+    def generate_end(self, result) -> None:
+        super().generate_end(result)
+        from .graph_capture import graphed_call_lines
+
+        lines = graphed_call_lines()
+        if lines:
+            result.splice(lines)
+
     @staticmethod
     def create(is_subgraph: bool, subgraph_name, parent_wrapper, partition_signatures=None):
         if is_subgraph:
