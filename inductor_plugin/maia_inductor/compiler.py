@@ -52,13 +52,17 @@ compile_timeout: float = _timeout_from_environment()
 
 
 def compiler_path() -> str:
-    candidates = [os.environ.get("MAIA_COMPILE")]
+    """MAIA_COMPILE, else the one installed with the torch_maia wheel
+    (torch_maia/bin), else the release build of a checkout, else PATH's."""
+    from torch_maia._tools import packaged_tool
+
+    candidates = [os.environ.get("MAIA_COMPILE"), packaged_tool("maia-compile")]
     root = Path(__file__).resolve().parents[2]
     candidates.append(str(root / "build" / "release" / "bin" / "maia-compile"))
     candidates.append(shutil.which("maia-compile"))
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
-            return candidate
+            return str(candidate)
     raise MaiaCompileError("the MAIA compiler (maia-compile) was not found: build it "
                            "(tools/setup.sh) or set MAIA_COMPILE to its path")
 
