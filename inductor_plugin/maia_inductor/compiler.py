@@ -198,6 +198,24 @@ def _parse_reply(line: bytes, message: dict) -> dict:
                            f"(the worker was discarded): {quoted}")
 
 
+def _cannot_start(path: str) -> str | None:
+    """Why the compiler at path cannot run at all (its own words), or None
+    if `--version` works. The workers' stderr is not read, so a compiler
+    that the loader refuses (the wheel's maia-compile needs the system's
+    LLVM and MLIR libraries) would otherwise look like a crashing kernel."""
+    try:
+        probe = subprocess.run([path, "--version"], stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"maia-compile ({path}) cannot run: {error}"
+    if probe.returncode == 0:
+        return None
+    said = " ".join(probe.stderr.strip().splitlines()[-3:]) or "no message"
+    return (f"maia-compile ({path}) cannot run (exit status {probe.returncode}): {said} "
+            f"(the torch_maia wheel's maia-compile also needs the system's LLVM 19 and "
+            f"MLIR 19 libraries, Debian's libllvm19 and libmlir-19; docs/packaging.md)")
+
+
 class WorkerPool:
     """Workers are started on demand, up to `size`. A worker that fails is
     discarded (killed) and its slot freed, which wakes a waiting thread; a
@@ -229,6 +247,10 @@ class WorkerPool:
         try:
             return self._request_once(message)
         except _WorkerDied as died:
+            # 127: what the dynamic loader exits with when a library is missing.
+            if str(died).endswith("exited with status 127") and (
+                    reason := _cannot_start(compiler_path())) is not None:
+                raise MaiaCompileError(reason) from None
             raise MaiaCompileError(
                 f"maia-compile died on {_describe(message)} twice, on two workers (last: "
                 f"{died}); the kernel probably crashes the compiler") from None
