@@ -4,8 +4,9 @@ Run by the venv's Python from a directory outside the checkout, with
 softmax.mlir beside it: `import torch` alone finds maia; eager ops, a
 torch.compile'd function and a user kernel (compiled by the installed
 maia-compile console script, loaded with torch.maia.load_module) match the
-CPU; and nothing this process or its compiler workers loaded comes from the
-checkout (argv[1]), which also holds the build trees and the project's venv.
+CPU; maia-opt runs; and nothing this process or its compiler workers
+loaded comes from the checkout (argv[1]), which also holds the build trees
+and the project's venv.
 """
 
 import os
@@ -78,6 +79,13 @@ out = torch.empty_like(xd)
 module.softmax(xd, out, grid=(x.shape[0],))
 torch.testing.assert_close(out.cpu(), torch.softmax(x, dim=1))
 print("load_module: ok")
+
+# maia-opt, the other console script: it runs (its libraries resolve).
+opt = shutil.which("maia-opt")
+assert opt and under(opt, prefix), f"maia-opt on PATH is {opt!r}, not the venv's"
+version = subprocess.run([opt, "--version"], check=True, capture_output=True, text=True).stdout
+assert "LLVM" in version, f"maia-opt --version printed {version!r}"
+print("maia-opt: ok")
 
 
 # Nothing from the checkout: Python modules, mapped files of this process and
