@@ -52,13 +52,17 @@ compile_timeout: float = _timeout_from_environment()
 
 
 def compiler_path() -> str:
-    candidates = [os.environ.get("MAIA_COMPILE")]
+    """MAIA_COMPILE, else the one installed with the torch_maia wheel
+    (torch_maia/bin), else the release build of a checkout, else PATH's."""
+    from torch_maia._tools import packaged_tool
+
+    candidates = [os.environ.get("MAIA_COMPILE"), packaged_tool("maia-compile")]
     root = Path(__file__).resolve().parents[2]
     candidates.append(str(root / "build" / "release" / "bin" / "maia-compile"))
     candidates.append(shutil.which("maia-compile"))
     for candidate in candidates:
         if candidate and os.access(candidate, os.X_OK):
-            return candidate
+            return str(candidate)
     raise MaiaCompileError("the MAIA compiler (maia-compile) was not found: build it "
                            "(tools/setup.sh) or set MAIA_COMPILE to its path")
 
@@ -194,6 +198,24 @@ def _parse_reply(line: bytes, message: dict) -> dict:
                            f"(the worker was discarded): {quoted}")
 
 
+def _cannot_start(path: str) -> str | None:
+    """Why the compiler at path cannot run at all (its own words), or None
+    if `--version` works. The workers' stderr is not read, so a compiler
+    that the loader refuses (the wheel's maia-compile needs the system's
+    LLVM and MLIR libraries) would otherwise look like a crashing kernel."""
+    try:
+        probe = subprocess.run([path, "--version"], stdin=subprocess.DEVNULL,
+                               capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"maia-compile ({path}) cannot run: {error}"
+    if probe.returncode == 0:
+        return None
+    said = " ".join(probe.stderr.strip().splitlines()[-3:]) or "no message"
+    return (f"maia-compile ({path}) cannot run (exit status {probe.returncode}): {said} "
+            f"(the torch_maia wheel's maia-compile also needs the system's LLVM 19 and "
+            f"MLIR 19 libraries, Debian's libllvm19 and libmlir-19; docs/packaging.md)")
+
+
 class WorkerPool:
     """Workers are started on demand, up to `size`. A worker that fails is
     discarded (killed) and its slot freed, which wakes a waiting thread; a
@@ -225,6 +247,10 @@ class WorkerPool:
         try:
             return self._request_once(message)
         except _WorkerDied as died:
+            # 127: what the dynamic loader exits with when a library is missing.
+            if str(died).endswith("exited with status 127") and (
+                    reason := _cannot_start(compiler_path())) is not None:
+                raise MaiaCompileError(reason) from None
             raise MaiaCompileError(
                 f"maia-compile died on {_describe(message)} twice, on two workers (last: "
                 f"{died}); the kernel probably crashes the compiler") from None

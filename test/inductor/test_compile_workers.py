@@ -152,6 +152,20 @@ def test_worker_killed_mid_request_is_replaced_and_the_request_retried(fake_pool
     assert pool.started == 1  # the dead worker's slot went to its replacement
 
 
+def test_compiler_that_cannot_start_says_why(tmp_path, monkeypatch):
+    # What the loader prints when the wheel's maia-compile lacks libMLIR.
+    script = tmp_path / "maia-compile"
+    script.write_text("#!/bin/sh\necho 'maia-compile: error while loading shared libraries: "
+                      "libMLIR.so.19.1: cannot open shared object file' >&2\nexit 127\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("MAIA_COMPILE", str(script))
+    pool = WorkerPool(1)
+    with pytest.raises(MaiaCompileError,
+                       match=r"cannot run \(exit status 127\).*libMLIR.so.19.1.*libmlir-19"):
+        bounded(lambda: pool.request(compile_request("maia_poi_unstartable")))
+    assert pool.started == 0
+
+
 @pytest.mark.parametrize("mode,status", [("kill", "killed by SIGKILL"),
                                          ("exit", "exited with status 3")])
 def test_worker_dying_twice_names_the_kernel_and_the_exit_status(fake_pool, tmp_path,
