@@ -33,8 +33,6 @@ EXPECTED_WRONG = {
 }
 
 ALLOWED_REFUSALS = [
-    # Complex and 64-bit unsigned dtypes are not maia dtypes yet (issue 15).
-    r"TypeError: maia tensors do not support dtype (Complex\w+|UInt\d+)",
     # Sparse layouts have no maia kernels.
     r"NotImplementedError: Could not run 'aten::\w+' with arguments from the 'Sparse(Csr)?maia'",
     # tensor_split with a tensor of indices wants it on the CPU, on any device
