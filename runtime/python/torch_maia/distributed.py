@@ -4,11 +4,15 @@ Registered when torch_maia loads (`register()`, cheap: torch.distributed is
 already imported by `import torch`), for the device type "maia", so
 ``init_process_group(device_id=torch.device("maia", rank))`` with no backend
 uses it for maia tensors and gloo for CPU tensors ("cpu:gloo,maia:maia").
-The backend itself is C++ (runtime/torch/distributed); it moves data through
-a ProcessGroupGloo of the same ranks. See docs/distributed.md.
+The backend itself is C++ (runtime/torch/distributed); it moves data between
+the ranks of a host through IPC-mapped device memory, and through a
+ProcessGroupGloo of the same ranks between hosts. See docs/distributed.md.
 """
 
 from __future__ import annotations
+
+import os
+import socket
 
 import torch
 
@@ -33,7 +37,31 @@ def _create_backend(dist_options, backend_options):
         dist_options.group_size,
         gloo_options,
     )
-    return _C._distributed.create_backend(gloo, dist_options.timeout, dist_options.group_id)
+    return _C._distributed.create_backend(
+        gloo,
+        dist_options.store,
+        dist_options.timeout,
+        dist_options.group_id,
+        _host(dist_options),
+        torch.maia.current_device(),
+    )
+
+
+def _host(dist_options) -> str:
+    """The host this rank runs on, as the backend groups ranks for IPC:
+    the hostname, or with MAIA_DIST_EMULATE_HOSTS=k the emulated host of k
+    consecutive global ranks (k=1: every rank is its own host), so the
+    cross-host path runs on one machine."""
+    emulate = os.environ.get("MAIA_DIST_EMULATE_HOSTS")
+    if not emulate:
+        return socket.gethostname()
+    if not emulate.isdigit() or int(emulate) < 1:
+        raise ValueError(
+            f"MAIA_DIST_EMULATE_HOSTS={emulate!r} is not a number of ranks per host (>= 1)"
+        )
+    ranks = list(dist_options.global_ranks_in_group or [])
+    rank = ranks[dist_options.group_rank] if ranks else dist_options.group_rank
+    return f"emulated-host-{rank // int(emulate)}"
 
 
 def register() -> None:

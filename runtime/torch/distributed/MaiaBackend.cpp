@@ -5,6 +5,8 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include <array>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -319,13 +321,88 @@ class MaiaBackend::Call {
   std::optional<c10::StreamGuard> guard_;
 };
 
-MaiaBackend::MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo, std::chrono::milliseconds timeout,
-                         std::string group_name)
+MaiaBackend::MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo,
+                         c10::intrusive_ptr<c10d::Store> store, std::chrono::milliseconds timeout,
+                         std::string group_name, std::string host, c10::DeviceIndex device)
     : c10d::Backend(gloo->getRank(), gloo->getSize()),
       gloo_(gloo),
       gloo_transport_(std::move(gloo)),
       timeout_(timeout),
-      group_name_(std::move(group_name)) {}
+      group_name_(std::move(group_name)),
+      host_(std::move(host)),
+      device_(device) {
+  setUpTransports(*store);
+}
+
+namespace {
+
+bool glooOnly() {
+  const char* value = std::getenv("MAIA_DIST_TRANSPORT");
+  if (value == nullptr || std::strcmp(value, "auto") == 0) return false;
+  TORCH_CHECK(std::strcmp(value, "gloo") == 0, "maia c10d: MAIA_DIST_TRANSPORT='", value,
+              "' is not 'auto' (IPC within a host, Gloo between hosts) or 'gloo'");
+  return true;
+}
+
+std::vector<uint8_t> bytesOf(const std::string& s) { return {s.begin(), s.end()}; }
+
+}  // namespace
+
+void MaiaBackend::setUpTransports(c10d::Store& group_store) {
+  const int rank = getRank(), size = getSize();
+  if (size < 2 || device_ < 0 || glooOnly()) return;
+  auto store = c10::make_intrusive<c10d::PrefixStore>(
+      "maia_ipc/", c10::intrusive_ptr<c10d::Store>::reclaim_copy(&group_store));
+  store->set("host/" + std::to_string(rank), bytesOf(host_));
+  std::vector<std::string> hosts(size);
+  for (int r = 0; r < size; ++r) {
+    auto bytes = store->get("host/" + std::to_string(r));
+    hosts[r].assign(bytes.begin(), bytes.end());
+  }
+  std::vector<int> mine;
+  for (int r = 0; r < size; ++r)
+    if (hosts[r] == host_) mine.push_back(r);
+  if (static_cast<int>(mine.size()) == size) {
+    ipc_ = std::make_unique<IpcTransport>(gloo_transport_, *store, "flat/", rank, mine, device_);
+    device_transport_ = ipc_.get();
+    return;
+  }
+  // Across hosts: hierarchical if every host holds a contiguous block of the
+  // same number of ranks (as torchrun numbers them), else Gloo for all.
+  const int local_size = static_cast<int>(mine.size());
+  bool blocks = size % local_size == 0;
+  for (int r = 0; blocks && r < size; ++r)
+    blocks = hosts[r] == hosts[r - r % local_size];
+  if (!blocks) {
+    TORCH_WARN_ONCE("maia c10d: the ranks of process group '", group_name_,
+                    "' are not in host blocks of equal size: every collective goes through "
+                    "Gloo");
+    return;
+  }
+  const int host = rank / local_size, local_rank = rank % local_size;
+  std::unique_ptr<IpcTransport> local;
+  if (local_size > 1)
+    local = std::make_unique<IpcTransport>(gloo_transport_, *store,
+                                           "host" + std::to_string(host) + "/", local_rank,
+                                           mine, device_);
+  std::vector<int> leader_ranks;
+  for (int r = 0; r < size; r += local_size) leader_ranks.push_back(r);
+  // Every rank calls split (the others get nullptr): Gloo between the leaders.
+  auto leaders_gloo = gloo_->split(c10::make_intrusive<c10d::PrefixStore>("leaders/", store),
+                                   leader_ranks, gloo_->getBackendOptions());
+  std::unique_ptr<GlooTransport> leaders;
+  if (leaders_gloo) leaders = std::make_unique<GlooTransport>(std::move(leaders_gloo));
+  hier_ = std::make_unique<HierTransport>(gloo_transport_, std::move(local), std::move(leaders),
+                                          host, size / local_size, local_rank, local_size);
+  device_transport_ = hier_.get();
+}
+
+std::map<std::string, uint64_t> MaiaBackend::launchCounts() const {
+  std::map<std::string, uint64_t> counts;
+  counts[device_transport_->name()] += launches_device_.load();
+  counts[gloo_transport_.name()] += launches_gloo_.load();
+  return counts;
+}
 
 MaiaBackend::~MaiaBackend() = default;
 
@@ -340,7 +417,16 @@ c10::intrusive_ptr<c10d::Backend::Options> MaiaBackend::getBackendOptions() {
   return options;
 }
 
-Transport& MaiaBackend::transportFor(OpType /*op*/) { return gloo_transport_; }
+Transport& MaiaBackend::transportFor(OpType /*op*/, c10::DeviceIndex device) {
+  // The device transports take every collective (forwarding to Gloo what
+  // they do not move themselves), so a coalesced group is one launch.
+  if (device == device_) {
+    ++launches_device_;
+    return *device_transport_;
+  }
+  ++launches_gloo_;
+  return gloo_transport_;
+}
 
 std::unique_ptr<MaiaBackend::Pending> MaiaBackend::newPending(OpType op, c10::DeviceIndex device) {
   auto pending = std::make_unique<Pending>();
@@ -355,7 +441,7 @@ std::unique_ptr<MaiaBackend::Pending> MaiaBackend::newPending(OpType op, c10::De
   launch.timeout = timeout_;
   launch.status = std::make_shared<LaunchStatus>(group_status_);
   pending->end = std::make_shared<LaunchEnd>(device, launch.status);
-  pending->transport = &transportFor(op);
+  pending->transport = &transportFor(op, device);
   return pending;
 }
 
@@ -813,8 +899,8 @@ c10::intrusive_ptr<c10d::Backend> MaiaBackend::split(const c10::intrusive_ptr<c1
                                  gloo_->getBackendOptions());
   if (!gloo_split) return nullptr;
   std::string name = opts ? opts->group_name : std::string();
-  return c10::make_intrusive<MaiaBackend>(std::move(gloo_split),
-                                          opts ? opts->timeout : timeout_, name);
+  return c10::make_intrusive<MaiaBackend>(std::move(gloo_split), store,
+                                          opts ? opts->timeout : timeout_, name, host_, device_);
 }
 
 }  // namespace torch_maia::distributed
