@@ -18,7 +18,8 @@ import torch.distributed as dist
 
 from collective_support import DTYPES, Failures, ops_for, reference, value
 from dist_support import World
-from test_collectives import check_all_reduce, check_movement, check_reduce, check_reduce_scatter
+from test_collectives import (check_all_reduce, check_groups, check_movement, check_reduce,
+                              check_reduce_scatter)
 
 SLOT_BYTES = 4096
 
@@ -157,6 +158,9 @@ class TestCrossHost:
             world.run(check_reduce_scatter)
             world.run(check_movement)
             world.run(check_pieces)
+            # split_group halves (one host each: IPC), new_group of ranks 1
+            # and 3 (one per host: hierarchical, made from Python).
+            world.run(check_groups)
         finally:
             world.close()
 

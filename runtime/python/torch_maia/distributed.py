@@ -19,32 +19,66 @@ import torch
 BACKEND_NAME = "maia"
 
 
+def _gloo(store, rank, size, timeout, global_ranks):
+    from torch._C._distributed_c10d import ProcessGroupGloo
+
+    options = ProcessGroupGloo._Options()
+    options._timeout = timeout
+    options._devices = [ProcessGroupGloo.create_default_device()]
+    # One worker thread: the communication stream hands Gloo one launch at a time.
+    options._threads = 1
+    # Gloo's split indexes these (empty, it would read out of bounds).
+    options.global_ranks_in_group = list(global_ranks)
+    return ProcessGroupGloo(store, rank, size, options)
+
+
 def _create_backend(dist_options, backend_options):
     """The creator torch.distributed calls (extended API) for each process
     group that has maia tensors."""
-    from torch._C._distributed_c10d import PrefixStore, ProcessGroupGloo
+    from torch._C._distributed_c10d import PrefixStore
 
     from . import _C
 
-    gloo_options = ProcessGroupGloo._Options()
-    gloo_options._timeout = dist_options.timeout
-    gloo_options._devices = [ProcessGroupGloo.create_default_device()]
-    # One worker thread: the communication stream hands Gloo one launch at a time.
-    gloo_options._threads = 1
-    gloo = ProcessGroupGloo(
-        PrefixStore("gloo/", dist_options.store),
-        dist_options.group_rank,
-        dist_options.group_size,
-        gloo_options,
-    )
+    store, rank, size = dist_options.store, dist_options.group_rank, dist_options.group_size
+    global_ranks = list(dist_options.global_ranks_in_group or range(size))
+    gloo = _gloo(PrefixStore("gloo/", store), rank, size, dist_options.timeout, global_ranks)
+    hosts = _hosts(store, rank, size, _host(dist_options))
+    leaders = None
+    block = _host_block(hosts)
+    if block and rank % block == 0:
+        # Gloo between the hosts' first ranks (the hierarchical transport).
+        leaders = _gloo(PrefixStore("maia_leaders/", store), rank // block, size // block,
+                        dist_options.timeout, global_ranks[::block])
     return _C._distributed.create_backend(
         gloo,
-        dist_options.store,
+        store,
         dist_options.timeout,
         dist_options.group_id,
-        _host(dist_options),
+        hosts,
+        leaders,
         torch.maia.current_device(),
     )
+
+
+def _hosts(store, rank: int, size: int, host: str) -> list[str]:
+    """Every rank's host, exchanged through the group's store."""
+    if os.environ.get("MAIA_DIST_TRANSPORT", "auto") == "gloo":
+        return [host] * size  # unused: everything goes through Gloo
+    store.set(f"maia_host/{rank}", host)
+    return [store.get(f"maia_host/{r}").decode() for r in range(size)]
+
+
+def _host_block(hosts: list[str]) -> int:
+    """Ranks per host if the group spans hosts holding contiguous blocks of
+    equal size (as torchrun numbers ranks), else 0 (one host, or a layout
+    the hierarchical transport does not take: Gloo for all)."""
+    size = len(hosts)
+    block = hosts.count(hosts[0])
+    if block == size or size % block:
+        return 0
+    if len(set(hosts)) != size // block:
+        return 0
+    return 0 if any(hosts[r] != hosts[r - r % block] for r in range(size)) else block
 
 
 def _host(dist_options) -> str:

@@ -30,12 +30,14 @@ struct MaiaOptions : c10d::Backend::Options {
 class MaiaBackend final : public c10d::Backend {
  public:
   /// gloo: a ProcessGroupGloo of the same ranks (over a PrefixStore of this
-  /// group's store), the host transport. Collective: the ranks exchange their
-  /// host names (host: gethostname(), or the emulated host of
-  /// MAIA_DIST_EMULATE_HOSTS) through store and set up the IPC transport of
-  /// each host's ranks on device (see transportFor).
+  /// group's store), the host transport. hosts: every rank's host
+  /// (gethostname(), or the emulated host of MAIA_DIST_EMULATE_HOSTS);
+  /// leaders: on the first rank of each host when the group spans hosts in
+  /// blocks (see hostBlock), a ProcessGroupGloo of those ranks, else null.
+  /// Collective: sets up the IPC transport of this host's ranks on device.
   MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo, c10::intrusive_ptr<c10d::Store> store,
-              std::chrono::milliseconds timeout, std::string group_name, std::string host,
+              std::chrono::milliseconds timeout, std::string group_name,
+              std::vector<std::string> hosts, c10::intrusive_ptr<c10d::Backend> leaders,
               c10::DeviceIndex device);
   ~MaiaBackend() override;
 
@@ -114,7 +116,10 @@ class MaiaBackend final : public c10d::Backend {
   /// device than the one the group was created on, and with
   /// MAIA_DIST_TRANSPORT=gloo.
   Transport& transportFor(c10d::OpType op, c10::DeviceIndex device);
-  void setUpTransports(c10d::Store& store);
+  /// hierarchical: whether a group spanning hosts may use HierTransport
+  /// (false for split groups, which have no leaders' Gloo group: Gloo).
+  void setUpTransports(c10d::Store& store, const std::vector<std::string>& hosts,
+                       c10::intrusive_ptr<c10d::Backend> leaders, bool hierarchical);
 
  public:
   /// Launches per transport name since creation (tests, benchmarks).
@@ -135,7 +140,7 @@ class MaiaBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
   GlooTransport gloo_transport_;
-  std::string host_;
+  std::string host_;  // this rank's (for split groups)
   c10::DeviceIndex device_;
   std::unique_ptr<IpcTransport> ipc_;
   std::unique_ptr<HierTransport> hier_;

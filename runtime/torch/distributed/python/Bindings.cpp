@@ -79,19 +79,24 @@ void initDistributedBindings(py::module& m) {
   dist.def(
       "create_backend",
       [](py::object gloo, py::object store, std::chrono::milliseconds timeout,
-         const std::string& group_name, const std::string& host, int device) {
+         const std::string& group_name, std::vector<std::string> hosts, py::object leaders,
+         int device) {
         auto* gloo_backend = py::cast<c10d::Backend*>(gloo);
         auto* c10d_store = py::cast<c10d::Store*>(store);
+        c10::intrusive_ptr<c10d::Backend> leaders_backend;
+        if (!leaders.is_none())
+          leaders_backend =
+              c10::intrusive_ptr<c10d::Backend>::reclaim_copy(py::cast<c10d::Backend*>(leaders));
         // The constructor waits for the group's ranks (store rendezvous).
         py::gil_scoped_release release;
         auto backend = c10::make_intrusive<MaiaBackend>(
             c10::intrusive_ptr<c10d::Backend>::reclaim_copy(gloo_backend),
-            c10::intrusive_ptr<c10d::Store>::reclaim_copy(c10d_store), timeout, group_name, host,
-            static_cast<c10::DeviceIndex>(device));
+            c10::intrusive_ptr<c10d::Store>::reclaim_copy(c10d_store), timeout, group_name,
+            std::move(hosts), std::move(leaders_backend), static_cast<c10::DeviceIndex>(device));
         return NoGilHolder<MaiaBackend>(std::move(backend));
       },
       py::arg("gloo"), py::arg("store"), py::arg("timeout"), py::arg("group_name"),
-      py::arg("host"), py::arg("device"),
+      py::arg("hosts"), py::arg("leaders"), py::arg("device"),
       "A maia backend: IPC between the ranks of a host (the group's tensors on maia:device), "
       "gloo (a ProcessGroupGloo of the same ranks) between hosts and for the rest.");
 }
