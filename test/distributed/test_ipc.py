@@ -207,3 +207,29 @@ class TestPeerDeath:
             assert "exited during the collective" in message, message
         finally:
             world.close()
+
+
+def mismatched_all_reduce(rank, world):
+    """The ranks call all_reduce with different sizes: both fail at the first
+    step, naming what the other runs, instead of mixing data."""
+    t = torch.ones(100 * (rank + 1), device=dev(rank))
+    work = dist.all_reduce(t, async_op=True)
+    torch.maia.synchronize()
+    assert work.is_completed() and not work.is_success()
+    return str(work.exception())
+
+
+class TestMismatch:
+    def test_different_sizes_fail_on_every_rank(self):
+        world = World(2, env={"MAIA_DIST_ASYNC_ERROR_HANDLING": "0"}, timeout_s=30)
+        try:
+            messages = world.run(mismatched_all_reduce)
+            for rank, message in enumerate(messages):
+                assert f"on rank {rank} of 2 failed" in message, message
+                assert "ALLREDUCE (sequence number" in message, message
+            assert "rank 1 is at another step: it runs allreduce (SUM) of 200 Float, this " \
+                   "rank allreduce (SUM) of 100 Float" in messages[0] or \
+                   "rank 0 failed an earlier IPC step" in messages[0], messages
+            assert any("is at another step" in m for m in messages), messages
+        finally:
+            world.close()

@@ -15,7 +15,9 @@
 #include <atomic>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstring>
+#include <functional>
 #include <random>
 
 namespace torch_maia::distributed {
@@ -29,8 +31,17 @@ constexpr auto kSpin = std::chrono::microseconds(30);
 /// How often a sleeping waiter looks at its peers' pidfds and the deadline.
 constexpr auto kSlice = std::chrono::milliseconds(2);
 
+/// What a rank's stream runs at a step, so that ranks whose programs
+/// diverged (another collective, size or dtype) fail instead of mixing data.
+constexpr size_t kStepText = 120;
+/// A peer is at most one step ahead of a waiter (it cannot pass the next
+/// barrier before the waiter arrives there): two entries per rank suffice.
+constexpr int kStepRing = 4;
+
 struct alignas(kLine) Arrival {
   std::atomic<uint64_t> epoch;
+  uint64_t step_hash[kStepRing];
+  char step_text[kStepRing][kStepText];
 };
 
 std::vector<uint8_t> bytesOf(const std::string& s) { return {s.begin(), s.end()}; }
@@ -63,7 +74,7 @@ IpcControl::IpcControl(c10d::Store& store, const std::string& prefix, int rank,
     : rank_(rank),
       size_(static_cast<int>(group_ranks.size())),
       group_ranks_(std::move(group_ranks)),
-      bytes_(kLine * (1 + group_ranks_.size())) {
+      bytes_(kLine + sizeof(Arrival) * group_ranks_.size()) {
   const int size = size_;
   std::string name;
   int fd = -1;
@@ -133,9 +144,12 @@ std::string IpcControl::failure(const std::string& cause) {
   return cause;
 }
 
-std::string IpcControl::arriveAndWait(uint64_t epoch, std::chrono::milliseconds timeout) {
+std::string IpcControl::arriveAndWait(uint64_t epoch, const std::string& step,
+                                      std::chrono::milliseconds timeout) {
   Block& block = *block_;
   Arrival* arrivals = block.arrivals();
+  const int ring = static_cast<int>(epoch % kStepRing);
+  const uint64_t hash = std::hash<std::string>{}(step);
   auto reported = [&]() -> std::string {
     uint32_t failed = block.failed.load();
     if (failed == 0) return "";
@@ -144,7 +158,10 @@ std::string IpcControl::arriveAndWait(uint64_t epoch, std::chrono::milliseconds 
   };
   if (std::string cause = reported(); !cause.empty()) return cause;
 
-  arrivals[rank_].epoch.store(epoch);
+  Arrival& mine = arrivals[rank_];
+  mine.step_hash[ring] = hash;
+  std::snprintf(mine.step_text[ring], kStepText, "%s", step.c_str());
+  mine.epoch.store(epoch);  // publishes the step written above
   block.bell.fetch_add(1);
   if (block.sleepers.load() > 0) futexWakeAll(&block.bell);
 
@@ -153,9 +170,22 @@ std::string IpcControl::arriveAndWait(uint64_t epoch, std::chrono::milliseconds 
       if (arrivals[peer].epoch.load(std::memory_order_acquire) < epoch) return peer;
     return -1;
   };
+  // Every peer has published this step (it is at this epoch or one later).
+  auto compare = [&]() -> std::string {
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_ || arrivals[peer].step_hash[ring] == hash) continue;
+      char text[kStepText];
+      std::memcpy(text, arrivals[peer].step_text[ring], kStepText);
+      text[kStepText - 1] = '\0';
+      return failure(c10::str("rank ", group_ranks_[peer], " is at another step: it runs ", text,
+                              ", this rank ", step, " (the ranks called different collectives, "
+                              "sizes or dtypes)"));
+    }
+    return "";
+  };
   auto start = std::chrono::steady_clock::now();
   for (int i = 0;; ++i) {
-    if (missing() < 0) return "";
+    if (missing() < 0) return compare();
     _mm_pause();
     if ((i & 63) == 63 && std::chrono::steady_clock::now() - start > kSpin) break;
   }
@@ -163,7 +193,7 @@ std::string IpcControl::arriveAndWait(uint64_t epoch, std::chrono::milliseconds 
   while (true) {
     uint32_t bell = block.bell.load();
     int peer = missing();
-    if (peer < 0) return "";
+    if (peer < 0) return compare();
     if (std::string cause = reported(); !cause.empty()) return cause;
     int dead = exitedPeer();
     if (dead >= 0)

@@ -39,10 +39,13 @@ class IpcControl {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
-  /// Runs on a driver core: marks this rank arrived at epoch and waits until
-  /// every rank has. Returns "" on success, else why it failed (then every
-  /// other rank's wait fails at once too).
-  std::string arriveAndWait(uint64_t epoch, std::chrono::milliseconds timeout);
+  /// Runs on a driver core: marks this rank arrived at epoch, running step
+  /// (what the step moves, e.g. "allreduce of 100 Float"), and waits until
+  /// every rank has. Returns "" on success, else why it failed: a peer
+  /// exited, timed out, failed, or runs another step (then every other
+  /// rank's wait fails at once too).
+  std::string arriveAndWait(uint64_t epoch, const std::string& step,
+                            std::chrono::milliseconds timeout);
 
  private:
   struct Block;

@@ -43,6 +43,7 @@ std::vector<uint8_t> handleBytes(const maiaIpcMemHandle_t& handle) {
 struct SyncStep {
   std::shared_ptr<IpcControl> control;
   uint64_t epoch;
+  std::string step;
   std::shared_ptr<LaunchStatus> status;
   std::string label;
   std::chrono::milliseconds timeout;
@@ -54,8 +55,17 @@ void runSync(void* user_data) {
   // MAIA_DIST_ASYNC_ERROR_HANDLING=0) skips its remaining waits: its outputs
   // are undefined, and its peers fail their waits through the control block.
   if (step->status->failed()) return;
-  std::string cause = step->control->arriveAndWait(step->epoch, step->timeout);
+  std::string cause = step->control->arriveAndWait(step->epoch, step->step, step->timeout);
   if (!cause.empty()) failExchange(*step->status, step->label, cause);
+}
+
+/// What a collective's steps move, as the ranks compare it.
+std::string describe(const char* collective, int64_t numel, at::ScalarType dtype,
+                     ReduceOp::RedOpType op) {
+  static const char* const names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX",
+                                      "BAND", "BOR", "BXOR", "PREMUL_SUM"};
+  const char* name = static_cast<int>(op) < 9 ? names[static_cast<int>(op)] : "?";
+  return c10::str(collective, " (", name, ") of ", numel, " ", dtype);
 }
 
 /// [begin, end) of chunk index of a piece of n elements split over size ranks.
@@ -102,9 +112,9 @@ IpcTransport::~IpcTransport() {
   if (own_scratch_ != nullptr) (void)maiaFree(own_scratch_);
 }
 
-void IpcTransport::sync(Launch& launch) {
+void IpcTransport::sync(Launch& launch, const std::string& what) {
   auto step = std::make_unique<SyncStep>(
-      SyncStep{control_, ++epoch_, launch.status, launch.label, launch.timeout});
+      SyncStep{control_, ++epoch_, what, launch.status, launch.label, launch.timeout});
   MAIA_CHECK(maiaLaunchHostFunc(driverStream(launch.stream), &runSync, step.get()));
   step.release();  // runSync owns it now
 }
@@ -157,13 +167,14 @@ void IpcTransport::allreduce(Launch& launch, const at::Tensor& buffer, ReduceOp:
   const auto dtype = buffer.scalar_type();
   const int64_t piece = slotElements(dtype);
   const bool direct = static_cast<int64_t>(buffer.nbytes()) <= kDirectBytes;
+  const std::string what = describe("allreduce", n, dtype, op);
   for (int64_t begin = 0; begin < n; begin += piece) {
     const int64_t m = std::min(piece, n - begin);
     const int slot = nextSlot();
     at::Tensor mine = buffer.narrow(0, begin, m);
     if (direct) {
       copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
-      sync(launch);
+      sync(launch, what);
       std::vector<at::Tensor> sources;
       for (int p = 0; p < size_; ++p) sources.push_back(slotView(p, slot, 0, m, dtype));
       combine(mine, sources, op);
@@ -175,7 +186,7 @@ void IpcTransport::allreduce(Launch& launch, const at::Tensor& buffer, ReduceOp:
       auto [lo, hi] = chunkOf(m, size_, q);
       copy(launch, slotView(rank_, slot, lo, hi - lo, dtype), mine.narrow(0, lo, hi - lo));
     }
-    sync(launch);
+    sync(launch, what);
     auto [lo, hi] = chunkOf(m, size_, rank_);
     if (hi > lo) {
       at::Tensor own = mine.narrow(0, lo, hi - lo);
@@ -186,7 +197,7 @@ void IpcTransport::allreduce(Launch& launch, const at::Tensor& buffer, ReduceOp:
       combine(result, sources, op);
       copy(launch, own, result);
     }
-    sync(launch);
+    sync(launch, what);
     // All-gather: every peer's reduced chunk from its slot.
     for (int q = 0; q < size_; ++q) {
       if (q == rank_) continue;
@@ -206,7 +217,7 @@ void IpcTransport::broadcast(Launch& launch, const at::Tensor& buffer, int root)
     const int slot = nextSlot();
     at::Tensor mine = buffer.narrow(0, begin, m);
     if (rank_ == root) copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
-    sync(launch);
+    sync(launch, c10::str("broadcast of ", n, " ", dtype, " from ", root));
     if (rank_ != root) copy(launch, mine, slotView(root, slot, 0, m, dtype));
   }
 }
@@ -222,7 +233,7 @@ void IpcTransport::reduce(Launch& launch, const at::Tensor& buffer, int root,
     const int slot = nextSlot();
     at::Tensor mine = buffer.narrow(0, begin, m);
     if (rank_ != root) copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
-    sync(launch);
+    sync(launch, describe("reduce", n, dtype, op) + c10::str(" to ", root));
     if (rank_ != root) continue;
     std::vector<at::Tensor> sources;
     for (int p = 0; p < size_; ++p)
@@ -250,7 +261,7 @@ void IpcTransport::allgather(Launch& launch, const at::Tensor& input, const at::
     at::Tensor mine = input.narrow(0, begin, m);
     copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
     copy(launch, output.narrow(0, rank_ * n + begin, m), mine);
-    sync(launch);
+    sync(launch, c10::str("allgather of ", n, " ", dtype, " per rank"));
     for (int p = 0; p < size_; ++p)
       if (p != rank_)
         copy(launch, output.narrow(0, p * n + begin, m), slotView(p, slot, 0, m, dtype));
@@ -270,7 +281,7 @@ void IpcTransport::reduceScatter(Launch& launch, const at::Tensor& input, const 
     for (int q = 0; q < size_; ++q)
       if (q != rank_)
         copy(launch, slotView(rank_, slot, q * e, m, dtype), input.narrow(0, q * n + begin, m));
-    sync(launch);
+    sync(launch, describe("reduce_scatter", n, dtype, op) + " per rank");
     at::Tensor own = input.narrow(0, rank_ * n + begin, m);
     // An output inside the input (in place) is written before own is read.
     if (rank_ != 0 && output.is_alias_of(input)) {

@@ -82,8 +82,9 @@ class IpcTransport final : public Transport {
   void exchange(Launch& launch) override { fallback_.exchange(launch); }
 
  private:
-  /// Enqueues a step barrier of the host's ranks on launch.stream.
-  void sync(Launch& launch);
+  /// Enqueues a step barrier of the host's ranks on launch.stream; step
+  /// says what it moves (every rank must be at the same one).
+  void sync(Launch& launch, const std::string& step);
   /// The slot a piece uses (alternating).
   int nextSlot() { return static_cast<int>(slot_turn_++ & 1); }
   /// numel elements of dtype at element offset in rank's slot.

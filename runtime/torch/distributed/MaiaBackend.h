@@ -140,14 +140,14 @@ class MaiaBackend final : public c10d::Backend {
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
   GlooTransport gloo_transport_;
+  std::chrono::milliseconds timeout_;
+  std::string group_name_;
   std::string host_;  // this rank's (for split groups)
   c10::DeviceIndex device_;
   std::unique_ptr<IpcTransport> ipc_;
   std::unique_ptr<HierTransport> hier_;
   Transport* device_transport_ = &gloo_transport_;
   std::atomic<uint64_t> launches_gloo_{0}, launches_device_{0};
-  std::chrono::milliseconds timeout_;
-  std::string group_name_;
   /// Launches issued (DDP's reducer issues from the autograd thread).
   std::atomic<uint64_t> seq_{0};
   bool coalescing_ = false;
