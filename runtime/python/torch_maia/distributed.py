@@ -4,36 +4,98 @@ Registered when torch_maia loads (`register()`, cheap: torch.distributed is
 already imported by `import torch`), for the device type "maia", so
 ``init_process_group(device_id=torch.device("maia", rank))`` with no backend
 uses it for maia tensors and gloo for CPU tensors ("cpu:gloo,maia:maia").
-The backend itself is C++ (runtime/torch/distributed); it moves data through
-a ProcessGroupGloo of the same ranks. See docs/distributed.md.
+The backend itself is C++ (runtime/torch/distributed); it moves data between
+the ranks of a host through IPC-mapped device memory, and through a
+ProcessGroupGloo of the same ranks between hosts. See docs/distributed.md.
 """
 
 from __future__ import annotations
+
+import os
+import socket
 
 import torch
 
 BACKEND_NAME = "maia"
 
 
+def _gloo(store, rank, size, timeout, global_ranks):
+    from torch._C._distributed_c10d import ProcessGroupGloo
+
+    options = ProcessGroupGloo._Options()
+    options._timeout = timeout
+    options._devices = [ProcessGroupGloo.create_default_device()]
+    # One worker thread: the communication stream hands Gloo one launch at a time.
+    options._threads = 1
+    # Gloo's split indexes these (empty, it would read out of bounds).
+    options.global_ranks_in_group = list(global_ranks)
+    return ProcessGroupGloo(store, rank, size, options)
+
+
 def _create_backend(dist_options, backend_options):
     """The creator torch.distributed calls (extended API) for each process
     group that has maia tensors."""
-    from torch._C._distributed_c10d import PrefixStore, ProcessGroupGloo
+    from torch._C._distributed_c10d import PrefixStore
 
     from . import _C
 
-    gloo_options = ProcessGroupGloo._Options()
-    gloo_options._timeout = dist_options.timeout
-    gloo_options._devices = [ProcessGroupGloo.create_default_device()]
-    # One worker thread: the communication stream hands Gloo one launch at a time.
-    gloo_options._threads = 1
-    gloo = ProcessGroupGloo(
-        PrefixStore("gloo/", dist_options.store),
-        dist_options.group_rank,
-        dist_options.group_size,
-        gloo_options,
+    store, rank, size = dist_options.store, dist_options.group_rank, dist_options.group_size
+    global_ranks = list(dist_options.global_ranks_in_group or range(size))
+    gloo = _gloo(PrefixStore("gloo/", store), rank, size, dist_options.timeout, global_ranks)
+    hosts = _hosts(store, rank, size, _host(dist_options))
+    leaders = None
+    block = _host_block(hosts)
+    if block and rank % block == 0:
+        # Gloo between the hosts' first ranks (the hierarchical transport).
+        leaders = _gloo(PrefixStore("maia_leaders/", store), rank // block, size // block,
+                        dist_options.timeout, global_ranks[::block])
+    return _C._distributed.create_backend(
+        gloo,
+        store,
+        dist_options.timeout,
+        dist_options.group_id,
+        hosts,
+        leaders,
+        torch.maia.current_device(),
     )
-    return _C._distributed.create_backend(gloo, dist_options.timeout, dist_options.group_id)
+
+
+def _hosts(store, rank: int, size: int, host: str) -> list[str]:
+    """Every rank's host, exchanged through the group's store."""
+    if os.environ.get("MAIA_DIST_TRANSPORT", "auto") == "gloo":
+        return [host] * size  # unused: everything goes through Gloo
+    store.set(f"maia_host/{rank}", host)
+    return [store.get(f"maia_host/{r}").decode() for r in range(size)]
+
+
+def _host_block(hosts: list[str]) -> int:
+    """Ranks per host if the group spans hosts holding contiguous blocks of
+    equal size (as torchrun numbers ranks), else 0 (one host, or a layout
+    the hierarchical transport does not take: Gloo for all)."""
+    size = len(hosts)
+    block = hosts.count(hosts[0])
+    if block == size or size % block:
+        return 0
+    if len(set(hosts)) != size // block:
+        return 0
+    return 0 if any(hosts[r] != hosts[r - r % block] for r in range(size)) else block
+
+
+def _host(dist_options) -> str:
+    """The host this rank runs on, as the backend groups ranks for IPC:
+    the hostname, or with MAIA_DIST_EMULATE_HOSTS=k the emulated host of k
+    consecutive global ranks (k=1: every rank is its own host), so the
+    cross-host path runs on one machine."""
+    emulate = os.environ.get("MAIA_DIST_EMULATE_HOSTS")
+    if not emulate:
+        return socket.gethostname()
+    if not emulate.isdigit() or int(emulate) < 1:
+        raise ValueError(
+            f"MAIA_DIST_EMULATE_HOSTS={emulate!r} is not a number of ranks per host (>= 1)"
+        )
+    ranks = list(dist_options.global_ranks_in_group or [])
+    rank = ranks[dist_options.group_rank] if ranks else dist_options.group_rank
+    return f"emulated-host-{rank // int(emulate)}"
 
 
 def register() -> None:

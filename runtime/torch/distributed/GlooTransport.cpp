@@ -36,6 +36,19 @@ bool abortOnAsyncError() {
   return abort;
 }
 
+void failExchange(LaunchStatus& status, const std::string& label, const std::string& cause) {
+  std::string message = label + " failed: " + cause;
+  status.fail(message);
+  if (!abortOnAsyncError()) return;
+  std::fprintf(stderr,
+               "[maia c10d] %s\n[maia c10d] tearing the process down so that no rank goes on "
+               "with wrong data (MAIA_DIST_ASYNC_ERROR_HANDLING=0 keeps it running and raises "
+               "the error from the group's next wait, barrier or collective)\n",
+               message.c_str());
+  std::fflush(stderr);
+  std::abort();
+}
+
 namespace {
 
 using ExchangeStep = std::function<c10::intrusive_ptr<c10d::Work>()>;
@@ -59,18 +72,7 @@ std::string describe(const std::exception& error) {
 }
 
 void fail(const Exchange& exchange, const std::string& cause) {
-  std::string message = exchange.label + " failed: " + cause;
-  exchange.status->fail(message);
-  if (!abortOnAsyncError()) return;
-  // The host-to-device copies behind this host function are already queued:
-  // going on would hand the caller whatever the staging buffers hold.
-  std::fprintf(stderr,
-               "[maia c10d] %s\n[maia c10d] tearing the process down so that no rank goes on "
-               "with wrong data (MAIA_DIST_ASYNC_ERROR_HANDLING=0 keeps it running and raises "
-               "the error from the group's next wait, barrier or collective)\n",
-               message.c_str());
-  std::fflush(stderr);
-  std::abort();
+  failExchange(*exchange.status, exchange.label, cause);
 }
 
 void runExchange(void* user_data) {

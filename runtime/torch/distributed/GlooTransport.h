@@ -19,6 +19,12 @@ namespace torch_maia::distributed {
 /// next wait, barrier or collective of the group.
 bool abortOnAsyncError();
 
+/// Reports that launch label's exchange failed with cause (on a driver core):
+/// fails status, then tears the process down unless abortOnAsyncError() is
+/// false (the device steps queued behind the exchange would otherwise hand
+/// the caller whatever the buffers hold).
+void failExchange(LaunchStatus& status, const std::string& label, const std::string& cause);
+
 class GlooTransport final : public Transport {
  public:
   explicit GlooTransport(c10::intrusive_ptr<c10d::Backend> gloo);

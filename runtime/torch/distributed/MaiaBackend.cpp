@@ -4,7 +4,10 @@
 #include <c10/core/StreamGuard.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <numeric>
 #include <optional>
@@ -319,13 +322,95 @@ class MaiaBackend::Call {
   std::optional<c10::StreamGuard> guard_;
 };
 
-MaiaBackend::MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo, std::chrono::milliseconds timeout,
-                         std::string group_name)
+MaiaBackend::MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo,
+                         c10::intrusive_ptr<c10d::Store> store, std::chrono::milliseconds timeout,
+                         std::string group_name, std::vector<std::string> hosts,
+                         c10::intrusive_ptr<c10d::Backend> leaders, c10::DeviceIndex device)
     : c10d::Backend(gloo->getRank(), gloo->getSize()),
       gloo_(gloo),
       gloo_transport_(std::move(gloo)),
       timeout_(timeout),
-      group_name_(std::move(group_name)) {}
+      group_name_(std::move(group_name)),
+      device_(device) {
+  TORCH_CHECK(static_cast<int>(hosts.size()) == getSize(), "maia c10d: got ", hosts.size(),
+              " host names for a group of ", getSize());
+  host_ = hosts[getRank()];
+  setUpTransports(*store, hosts, std::move(leaders), /*hierarchical=*/true);
+}
+
+namespace {
+
+bool glooOnly() {
+  const char* value = std::getenv("MAIA_DIST_TRANSPORT");
+  if (value == nullptr || std::strcmp(value, "auto") == 0) return false;
+  TORCH_CHECK(std::strcmp(value, "gloo") == 0, "maia c10d: MAIA_DIST_TRANSPORT='", value,
+              "' is not 'auto' (IPC within a host, Gloo between hosts) or 'gloo'");
+  return true;
+}
+
+/// Ranks per host if the group spans hosts that hold contiguous blocks of
+/// equal size, else 0. Every rank computes it from the same list (and
+/// torch_maia/distributed.py the same way, to make the leaders' group).
+int hostBlock(const std::vector<std::string>& hosts) {
+  const int size = static_cast<int>(hosts.size());
+  const int block = static_cast<int>(std::count(hosts.begin(), hosts.end(), hosts[0]));
+  if (block == size || size % block != 0) return 0;
+  std::vector<std::string> distinct(hosts);
+  std::sort(distinct.begin(), distinct.end());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  if (static_cast<int>(distinct.size()) != size / block) return 0;
+  for (int r = 0; r < size; ++r)
+    if (hosts[r] != hosts[r - r % block]) return 0;
+  return block;
+}
+
+}  // namespace
+
+void MaiaBackend::setUpTransports(c10d::Store& group_store, const std::vector<std::string>& hosts,
+                                  c10::intrusive_ptr<c10d::Backend> leaders_gloo,
+                                  bool hierarchical) {
+  const int rank = getRank(), size = getSize();
+  if (size < 2 || device_ < 0 || glooOnly()) return;
+  auto store = c10::make_intrusive<c10d::PrefixStore>(
+      "maia_ipc/", c10::intrusive_ptr<c10d::Store>::reclaim_copy(&group_store));
+  std::vector<int> mine;
+  for (int r = 0; r < size; ++r)
+    if (hosts[r] == host_) mine.push_back(r);
+  if (static_cast<int>(mine.size()) == size) {
+    ipc_ = std::make_unique<IpcTransport>(gloo_transport_, *store, "flat/", rank, mine, device_);
+    device_transport_ = ipc_.get();
+    return;
+  }
+  const int block = hostBlock(hosts);
+  if (block == 0 || !hierarchical) {
+    TORCH_WARN_ONCE("maia c10d: process group '", group_name_, "' spans hosts ",
+                    block == 0 ? "in blocks of unequal or non-contiguous ranks"
+                               : "and was split from another group",
+                    ": every collective goes through Gloo");
+    return;
+  }
+  const int host = rank / block, local_rank = rank % block;
+  TORCH_CHECK((local_rank == 0) == static_cast<bool>(leaders_gloo), "maia c10d: rank ", rank,
+              (local_rank == 0 ? " leads its host but got no" : " got a"),
+              " Gloo group of the hosts' leaders");
+  std::unique_ptr<IpcTransport> local;
+  if (block > 1)
+    local = std::make_unique<IpcTransport>(gloo_transport_, *store,
+                                           "host" + std::to_string(host) + "/", local_rank,
+                                           mine, device_);
+  std::unique_ptr<GlooTransport> leaders;
+  if (leaders_gloo) leaders = std::make_unique<GlooTransport>(std::move(leaders_gloo));
+  hier_ = std::make_unique<HierTransport>(gloo_transport_, std::move(local), std::move(leaders),
+                                          host, size / block, local_rank, block);
+  device_transport_ = hier_.get();
+}
+
+std::map<std::string, uint64_t> MaiaBackend::launchCounts() const {
+  std::map<std::string, uint64_t> counts;
+  counts[device_transport_->name()] += launches_device_.load();
+  counts[gloo_transport_.name()] += launches_gloo_.load();
+  return counts;
+}
 
 MaiaBackend::~MaiaBackend() = default;
 
@@ -340,7 +425,16 @@ c10::intrusive_ptr<c10d::Backend::Options> MaiaBackend::getBackendOptions() {
   return options;
 }
 
-Transport& MaiaBackend::transportFor(OpType /*op*/) { return gloo_transport_; }
+Transport& MaiaBackend::transportFor(OpType /*op*/, c10::DeviceIndex device) {
+  // The device transports take every collective (forwarding to Gloo what
+  // they do not move themselves), so a coalesced group is one launch.
+  if (device == device_) {
+    ++launches_device_;
+    return *device_transport_;
+  }
+  ++launches_gloo_;
+  return gloo_transport_;
+}
 
 std::unique_ptr<MaiaBackend::Pending> MaiaBackend::newPending(OpType op, c10::DeviceIndex device) {
   auto pending = std::make_unique<Pending>();
@@ -355,7 +449,7 @@ std::unique_ptr<MaiaBackend::Pending> MaiaBackend::newPending(OpType op, c10::De
   launch.timeout = timeout_;
   launch.status = std::make_shared<LaunchStatus>(group_status_);
   pending->end = std::make_shared<LaunchEnd>(device, launch.status);
-  pending->transport = &transportFor(op);
+  pending->transport = &transportFor(op, device);
   return pending;
 }
 
@@ -813,8 +907,24 @@ c10::intrusive_ptr<c10d::Backend> MaiaBackend::split(const c10::intrusive_ptr<c1
                                  gloo_->getBackendOptions());
   if (!gloo_split) return nullptr;
   std::string name = opts ? opts->group_name : std::string();
-  return c10::make_intrusive<MaiaBackend>(std::move(gloo_split),
-                                          opts ? opts->timeout : timeout_, name);
+  auto child = c10::make_intrusive<MaiaBackend>(
+      std::move(gloo_split), store, opts ? opts->timeout : timeout_, name,
+      std::vector<std::string>(ranks.size(), host_), nullptr, -1);
+  // The child's transports (its constructor had no host list: it exchanges
+  // them here, and takes IPC only if its ranks share a host).
+  child->device_ = device_;
+  const int child_rank = child->getRank(), child_size = child->getSize();
+  if (child_size >= 2 && device_ >= 0 && !glooOnly()) {
+    auto hosts_store = c10::make_intrusive<c10d::PrefixStore>("maia_host/", store);
+    hosts_store->set(std::to_string(child_rank), std::vector<uint8_t>(host_.begin(), host_.end()));
+    std::vector<std::string> hosts(child_size);
+    for (int r = 0; r < child_size; ++r) {
+      auto bytes = hosts_store->get(std::to_string(r));
+      hosts[r].assign(bytes.begin(), bytes.end());
+    }
+    child->setUpTransports(*store, hosts, nullptr, /*hierarchical=*/false);
+  }
+  return child;
 }
 
 }  // namespace torch_maia::distributed

@@ -11,10 +11,14 @@
 #pragma once
 
 #include "GlooTransport.h"
+#include "HierTransport.h"
+#include "IpcTransport.h"
 #include "MaiaWork.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <map>
 
 namespace torch_maia::distributed {
 
@@ -26,9 +30,15 @@ struct MaiaOptions : c10d::Backend::Options {
 class MaiaBackend final : public c10d::Backend {
  public:
   /// gloo: a ProcessGroupGloo of the same ranks (over a PrefixStore of this
-  /// group's store), the host transport.
-  MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo, std::chrono::milliseconds timeout,
-              std::string group_name);
+  /// group's store), the host transport. hosts: every rank's host
+  /// (gethostname(), or the emulated host of MAIA_DIST_EMULATE_HOSTS);
+  /// leaders: on the first rank of each host when the group spans hosts in
+  /// blocks (see hostBlock), a ProcessGroupGloo of those ranks, else null.
+  /// Collective: sets up the IPC transport of this host's ranks on device.
+  MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo, c10::intrusive_ptr<c10d::Store> store,
+              std::chrono::milliseconds timeout, std::string group_name,
+              std::vector<std::string> hosts, c10::intrusive_ptr<c10d::Backend> leaders,
+              c10::DeviceIndex device);
   ~MaiaBackend() override;
 
   const std::string getBackendName() const override { return "maia"; }
@@ -99,9 +109,25 @@ class MaiaBackend final : public c10d::Backend {
   struct Pending;
   class Call;
 
-  /// The transport that moves this launch's data. Gloo for now; the
-  /// intra-host IPC transport will take the collectives it supports here.
-  Transport& transportFor(c10d::OpType op);
+  /// The transport that moves a launch's data on device: IPC when every rank
+  /// of the group is on this host, hierarchical (IPC within hosts, Gloo
+  /// between one leader per host) when the group spans hosts of equal rank
+  /// counts in contiguous blocks, else Gloo; Gloo for launches on another
+  /// device than the one the group was created on, and with
+  /// MAIA_DIST_TRANSPORT=gloo.
+  Transport& transportFor(c10d::OpType op, c10::DeviceIndex device);
+  /// hierarchical: whether a group spanning hosts may use HierTransport
+  /// (false for split groups, which have no leaders' Gloo group: Gloo).
+  void setUpTransports(c10d::Store& store, const std::vector<std::string>& hosts,
+                       c10::intrusive_ptr<c10d::Backend> leaders, bool hierarchical);
+
+ public:
+  /// Launches per transport name since creation (tests, benchmarks).
+  std::map<std::string, uint64_t> launchCounts() const;
+  /// The name of the transport launches on the group's device use.
+  const char* transportName() const { return device_transport_->name(); }
+
+ private:
   std::unique_ptr<Pending> newPending(c10d::OpType op, c10::DeviceIndex device);
   void flush(Pending& pending);
   /// Raises the failure of an earlier exchange of this group, if any.
@@ -116,6 +142,12 @@ class MaiaBackend final : public c10d::Backend {
   GlooTransport gloo_transport_;
   std::chrono::milliseconds timeout_;
   std::string group_name_;
+  std::string host_;  // this rank's (for split groups)
+  c10::DeviceIndex device_;
+  std::unique_ptr<IpcTransport> ipc_;
+  std::unique_ptr<HierTransport> hier_;
+  Transport* device_transport_ = &gloo_transport_;
+  std::atomic<uint64_t> launches_gloo_{0}, launches_device_{0};
   /// Launches issued (DDP's reducer issues from the autograd thread).
   std::atomic<uint64_t> seq_{0};
   bool coalescing_ = false;

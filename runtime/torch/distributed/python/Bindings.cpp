@@ -1,6 +1,7 @@
 #include "Bindings.h"
 
 #include <pybind11/chrono.h>
+#include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "MaiaBackend.h"
@@ -70,17 +71,34 @@ void initDistributedBindings(py::module& m) {
       // rank). A maia group's Gloo connects only its members: nothing to do.
       .def("perform_nocolor_split", [](MaiaBackend&, const c10::Device&) {})
       // split_group starts a child group from a copy of its parent's options.
-      .def_property_readonly("options", &MaiaBackend::getBackendOptions);
+      .def_property_readonly("options", &MaiaBackend::getBackendOptions)
+      // "ipc", "hierarchical" or "gloo": what moves the group's maia tensors.
+      .def_property_readonly("transport", &MaiaBackend::transportName)
+      .def("_launch_counts", &MaiaBackend::launchCounts,
+           "Launches per transport since the group was created.");
   dist.def(
       "create_backend",
-      [](py::object gloo, std::chrono::milliseconds timeout, const std::string& group_name) {
+      [](py::object gloo, py::object store, std::chrono::milliseconds timeout,
+         const std::string& group_name, std::vector<std::string> hosts, py::object leaders,
+         int device) {
         auto* gloo_backend = py::cast<c10d::Backend*>(gloo);
+        auto* c10d_store = py::cast<c10d::Store*>(store);
+        c10::intrusive_ptr<c10d::Backend> leaders_backend;
+        if (!leaders.is_none())
+          leaders_backend =
+              c10::intrusive_ptr<c10d::Backend>::reclaim_copy(py::cast<c10d::Backend*>(leaders));
+        // The constructor waits for the group's ranks (store rendezvous).
+        py::gil_scoped_release release;
         auto backend = c10::make_intrusive<MaiaBackend>(
-            c10::intrusive_ptr<c10d::Backend>::reclaim_copy(gloo_backend), timeout, group_name);
+            c10::intrusive_ptr<c10d::Backend>::reclaim_copy(gloo_backend),
+            c10::intrusive_ptr<c10d::Store>::reclaim_copy(c10d_store), timeout, group_name,
+            std::move(hosts), std::move(leaders_backend), static_cast<c10::DeviceIndex>(device));
         return NoGilHolder<MaiaBackend>(std::move(backend));
       },
-      py::arg("gloo"), py::arg("timeout"), py::arg("group_name"),
-      "A maia backend moving data through gloo, a ProcessGroupGloo of the same ranks.");
+      py::arg("gloo"), py::arg("store"), py::arg("timeout"), py::arg("group_name"),
+      py::arg("hosts"), py::arg("leaders"), py::arg("device"),
+      "A maia backend: IPC between the ranks of a host (the group's tensors on maia:device), "
+      "gloo (a ProcessGroupGloo of the same ranks) between hosts and for the rest.");
 }
 
 }  // namespace torch_maia::distributed

@@ -1,0 +1,217 @@
+#include "IpcControl.h"
+
+#include <c10/util/Exception.h>
+#include <c10/util/StringUtil.h>
+
+#include <fcntl.h>
+#include <immintrin.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <random>
+
+namespace torch_maia::distributed {
+namespace {
+
+constexpr size_t kLine = 64;
+/// How long a waiter spins before it sleeps: a peer issuing the same
+/// collective usually arrives within microseconds, and a futex sleep costs
+/// two wake-ups (tens of microseconds) when it does.
+constexpr auto kSpin = std::chrono::microseconds(30);
+/// How often a sleeping waiter looks at its peers' pidfds and the deadline.
+constexpr auto kSlice = std::chrono::milliseconds(2);
+
+/// What a rank's stream runs at a step, so that ranks whose programs
+/// diverged (another collective, size or dtype) fail instead of mixing data.
+constexpr size_t kStepText = 120;
+/// A peer is at most one step ahead of a waiter (it cannot pass the next
+/// barrier before the waiter arrives there): two entries per rank suffice.
+constexpr int kStepRing = 4;
+
+struct alignas(kLine) Arrival {
+  std::atomic<uint64_t> epoch;
+  uint64_t step_hash[kStepRing];
+  char step_text[kStepRing][kStepText];
+};
+
+std::vector<uint8_t> bytesOf(const std::string& s) { return {s.begin(), s.end()}; }
+std::string stringOf(const std::vector<uint8_t>& v) { return {v.begin(), v.end()}; }
+
+int pidfdOpen(pid_t pid) { return static_cast<int>(syscall(SYS_pidfd_open, pid, 0)); }
+
+void futexWait(std::atomic<uint32_t>* word, uint32_t expected, std::chrono::nanoseconds timeout) {
+  timespec ts{static_cast<time_t>(timeout.count() / 1000000000),
+              static_cast<long>(timeout.count() % 1000000000)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, &ts, nullptr, 0);
+}
+
+void futexWakeAll(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
+}
+
+}  // namespace
+
+/// In shared memory: a header line, then one line per rank.
+struct IpcControl::Block {
+  alignas(kLine) std::atomic<uint32_t> bell;  // futex word: bumped at every arrival
+  std::atomic<uint32_t> sleepers;             // waiters in futexWait (wake only if any)
+  std::atomic<uint32_t> failed;               // 1 + the rank whose wait failed first
+  Arrival* arrivals() { return reinterpret_cast<Arrival*>(reinterpret_cast<char*>(this) + kLine); }
+};
+
+IpcControl::IpcControl(c10d::Store& store, const std::string& prefix, int rank,
+                       std::vector<int> group_ranks)
+    : rank_(rank),
+      size_(static_cast<int>(group_ranks.size())),
+      group_ranks_(std::move(group_ranks)),
+      bytes_(kLine + sizeof(Arrival) * group_ranks_.size()) {
+  const int size = size_;
+  std::string name;
+  int fd = -1;
+  if (rank == 0) {
+    std::random_device random;
+    name = c10::str("/maia-c10d-", getpid(), "-", std::hex, random(), random());
+    fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    TORCH_CHECK(fd >= 0, "maia c10d: cannot create the shared memory segment ", name, ": ",
+                std::strerror(errno));
+    if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+      int error = errno;
+      close(fd);
+      shm_unlink(name.c_str());
+      TORCH_CHECK(false, "maia c10d: cannot size ", name, ": ", std::strerror(error));
+    }
+    store.set(prefix + "shm", bytesOf(name));
+  } else {
+    name = stringOf(store.get(prefix + "shm"));
+    fd = shm_open(name.c_str(), O_RDWR, 0600);
+    TORCH_CHECK(fd >= 0, "maia c10d: cannot open the shared memory segment ", name,
+                " of rank 0 (are the ranks of this group on one host? MAIA_DIST_EMULATE_HOSTS "
+                "and the hostnames decide): ", std::strerror(errno));
+  }
+  void* mapping = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int map_error = errno;
+  close(fd);
+  TORCH_CHECK(mapping != MAP_FAILED, "maia c10d: cannot map ", name, ": ",
+              std::strerror(map_error));
+  block_ = static_cast<Block*>(mapping);  // zero-filled by ftruncate
+  // The last rank to open it removes the name: the mappings stay.
+  if (store.add(prefix + "shm_opened", 1) == size) shm_unlink(name.c_str());
+
+  store.set(prefix + "pid/" + std::to_string(rank), bytesOf(std::to_string(getpid())));
+  pids_.resize(size);
+  pidfds_.assign(size, -1);
+  for (int peer = 0; peer < size; ++peer) {
+    if (peer == rank) continue;
+    pids_[peer] = std::stoi(stringOf(store.get(prefix + "pid/" + std::to_string(peer))));
+    pidfds_[peer] = pidfdOpen(pids_[peer]);  // -1 before Linux 5.3: kill(pid, 0) instead
+  }
+}
+
+IpcControl::~IpcControl() {
+  for (int fd : pidfds_)
+    if (fd >= 0) close(fd);
+  if (block_ != nullptr) munmap(block_, bytes_);
+}
+
+int IpcControl::exitedPeer() const {
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank_) continue;
+    if (pidfds_[peer] >= 0) {
+      pollfd p{pidfds_[peer], POLLIN, 0};
+      if (poll(&p, 1, 0) > 0 && (p.revents & POLLIN)) return peer;
+    } else if (kill(pids_[peer], 0) != 0 && errno == ESRCH) {
+      return peer;
+    }
+  }
+  return -1;
+}
+
+std::string IpcControl::failure(const std::string& cause) {
+  uint32_t none = 0;
+  block_->failed.compare_exchange_strong(none, static_cast<uint32_t>(rank_) + 1);
+  block_->bell.fetch_add(1);
+  futexWakeAll(&block_->bell);
+  return cause;
+}
+
+std::string IpcControl::arriveAndWait(uint64_t epoch, const std::string& step,
+                                      std::chrono::milliseconds timeout) {
+  Block& block = *block_;
+  Arrival* arrivals = block.arrivals();
+  const int ring = static_cast<int>(epoch % kStepRing);
+  const uint64_t hash = std::hash<std::string>{}(step);
+  auto reported = [&]() -> std::string {
+    uint32_t failed = block.failed.load();
+    if (failed == 0) return "";
+    return c10::str("rank ", group_ranks_.at(failed - 1),
+                    " failed an earlier IPC step of this group");
+  };
+  if (std::string cause = reported(); !cause.empty()) return cause;
+
+  Arrival& mine = arrivals[rank_];
+  mine.step_hash[ring] = hash;
+  std::snprintf(mine.step_text[ring], kStepText, "%s", step.c_str());
+  mine.epoch.store(epoch);  // publishes the step written above
+  block.bell.fetch_add(1);
+  if (block.sleepers.load() > 0) futexWakeAll(&block.bell);
+
+  auto missing = [&] {
+    for (int peer = 0; peer < size_; ++peer)
+      if (arrivals[peer].epoch.load(std::memory_order_acquire) < epoch) return peer;
+    return -1;
+  };
+  // Every peer has published this step (it is at this epoch or one later).
+  auto compare = [&]() -> std::string {
+    for (int peer = 0; peer < size_; ++peer) {
+      if (peer == rank_ || arrivals[peer].step_hash[ring] == hash) continue;
+      char text[kStepText];
+      std::memcpy(text, arrivals[peer].step_text[ring], kStepText);
+      text[kStepText - 1] = '\0';
+      return failure(c10::str("rank ", group_ranks_[peer], " is at another step: it runs ", text,
+                              ", this rank ", step, " (the ranks called different collectives, "
+                              "sizes or dtypes)"));
+    }
+    return "";
+  };
+  auto start = std::chrono::steady_clock::now();
+  for (int i = 0;; ++i) {
+    if (missing() < 0) return compare();
+    _mm_pause();
+    if ((i & 63) == 63 && std::chrono::steady_clock::now() - start > kSpin) break;
+  }
+  auto deadline = start + timeout;
+  while (true) {
+    uint32_t bell = block.bell.load();
+    int peer = missing();
+    if (peer < 0) return compare();
+    if (std::string cause = reported(); !cause.empty()) return cause;
+    int dead = exitedPeer();
+    if (dead >= 0)
+      return failure(c10::str("rank ", group_ranks_[dead], " (pid ", pids_[dead],
+                              ") exited during the collective"));
+    auto now = std::chrono::steady_clock::now();
+    if (now >= deadline) {
+      std::string waiting;
+      for (int p = 0; p < size_; ++p)
+        if (arrivals[p].epoch.load() < epoch)
+          waiting += (waiting.empty() ? "" : ", ") + std::to_string(group_ranks_[p]);
+      return failure(c10::str("timed out after ", timeout.count(), " ms waiting for rank(s) ",
+                              waiting, " to reach the same step"));
+    }
+    block.sleepers.fetch_add(1);
+    futexWait(&block.bell, bell, std::min<std::chrono::nanoseconds>(kSlice, deadline - now));
+    block.sleepers.fetch_sub(1);
+  }
+}
+
+}  // namespace torch_maia::distributed

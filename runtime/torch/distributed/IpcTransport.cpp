@@ -1,0 +1,299 @@
+#include "IpcTransport.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/DeviceGuard.h>
+#include <c10/util/Exception.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "MaiaCheck.h"
+#include "MaiaStream.h"
+
+namespace torch_maia::distributed {
+namespace {
+
+using c10d::ReduceOp;
+
+/// Slot size unless MAIA_DIST_IPC_SLOT_BYTES says otherwise: large enough
+/// that a step barrier (tens of microseconds) is small against a piece's
+/// copies, small enough that every group's two slots fit next to the model.
+constexpr size_t kDefaultSlotBytes = size_t{4} << 20;
+/// allreduce messages up to this size are reduced whole by every rank (one
+/// barrier); larger ones are reduce-scattered then all-gathered (two
+/// barriers per piece, 1/size of the reduction work per rank).
+constexpr int64_t kDirectBytes = 64 << 10;
+
+size_t slotBytesFromEnv() {
+  const char* value = std::getenv("MAIA_DIST_IPC_SLOT_BYTES");
+  if (value == nullptr) return kDefaultSlotBytes;
+  char* end = nullptr;
+  long long bytes = std::strtoll(value, &end, 10);
+  TORCH_CHECK(end != value && *end == '\0' && bytes >= 1024 && bytes % 64 == 0,
+              "maia c10d: MAIA_DIST_IPC_SLOT_BYTES='", value,
+              "' is not a byte count of at least 1024 and a multiple of 64");
+  return static_cast<size_t>(bytes);
+}
+
+std::vector<uint8_t> handleBytes(const maiaIpcMemHandle_t& handle) {
+  return {handle.reserved, handle.reserved + MAIA_IPC_HANDLE_SIZE};
+}
+
+struct SyncStep {
+  std::shared_ptr<IpcControl> control;
+  uint64_t epoch;
+  std::string step;
+  std::shared_ptr<LaunchStatus> status;
+  std::string label;
+  std::chrono::milliseconds timeout;
+};
+
+void runSync(void* user_data) {
+  std::unique_ptr<SyncStep> step(static_cast<SyncStep*>(user_data));
+  // A launch that already failed (kept running by
+  // MAIA_DIST_ASYNC_ERROR_HANDLING=0) skips its remaining waits: its outputs
+  // are undefined, and its peers fail their waits through the control block.
+  if (step->status->failed()) return;
+  std::string cause = step->control->arriveAndWait(step->epoch, step->step, step->timeout);
+  if (!cause.empty()) failExchange(*step->status, step->label, cause);
+}
+
+/// What a collective's steps move, as the ranks compare it.
+std::string describe(const char* collective, int64_t numel, at::ScalarType dtype,
+                     ReduceOp::RedOpType op) {
+  static const char* const names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX",
+                                      "BAND", "BOR", "BXOR", "PREMUL_SUM"};
+  const char* name = static_cast<int>(op) < 9 ? names[static_cast<int>(op)] : "?";
+  return c10::str(collective, " (", name, ") of ", numel, " ", dtype);
+}
+
+/// [begin, end) of chunk index of a piece of n elements split over size ranks.
+std::pair<int64_t, int64_t> chunkOf(int64_t n, int size, int index) {
+  return {n * index / size, n * (index + 1) / size};
+}
+
+}  // namespace
+
+IpcTransport::IpcTransport(GlooTransport& fallback, c10d::Store& store, const std::string& prefix,
+                           int rank, std::vector<int> group_ranks, c10::DeviceIndex device)
+    : fallback_(fallback),
+      rank_(rank),
+      size_(static_cast<int>(group_ranks.size())),
+      device_(device),
+      slot_bytes_(slotBytesFromEnv()) {
+  control_ = std::make_shared<IpcControl>(store, prefix, rank, group_ranks);
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, device));
+  MAIA_CHECK(maiaMalloc(&own_scratch_, 2 * slot_bytes_));
+  maiaIpcMemHandle_t handle;
+  MAIA_CHECK(maiaIpcGetMemHandle(&handle, own_scratch_));
+  store.set(prefix + "scratch/" + std::to_string(rank), handleBytes(handle));
+  scratch_.assign(size_, nullptr);
+  for (int peer = 0; peer < size_; ++peer) {
+    if (peer == rank) {
+      scratch_[peer] = own_scratch_;
+      continue;
+    }
+    std::vector<uint8_t> bytes = store.get(prefix + "scratch/" + std::to_string(peer));
+    TORCH_CHECK(bytes.size() == MAIA_IPC_HANDLE_SIZE, "maia c10d: rank ", group_ranks[peer],
+                " published a scratch handle of ", bytes.size(), " bytes");
+    maiaIpcMemHandle_t peer_handle;
+    std::memcpy(peer_handle.reserved, bytes.data(), MAIA_IPC_HANDLE_SIZE);
+    MAIA_CHECK(maiaIpcOpenMemHandle(&scratch_[peer], peer_handle, 0));
+  }
+}
+
+IpcTransport::~IpcTransport() {
+  c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, device_));
+  // Closing waits for the device's queued work, which may still read the
+  // mapping; the exporter's free is deferred while a peer has it open.
+  for (int peer = 0; peer < size_; ++peer)
+    if (peer != rank_ && scratch_[peer] != nullptr) (void)maiaIpcCloseMemHandle(scratch_[peer]);
+  if (own_scratch_ != nullptr) (void)maiaFree(own_scratch_);
+}
+
+void IpcTransport::sync(Launch& launch, const std::string& what) {
+  auto step = std::make_unique<SyncStep>(
+      SyncStep{control_, ++epoch_, what, launch.status, launch.label, launch.timeout});
+  MAIA_CHECK(maiaLaunchHostFunc(driverStream(launch.stream), &runSync, step.get()));
+  step.release();  // runSync owns it now
+}
+
+int64_t IpcTransport::slotElements(at::ScalarType dtype) const {
+  return static_cast<int64_t>(slot_bytes_ / c10::elementSize(dtype));
+}
+
+at::Tensor IpcTransport::slotView(int rank, int slot, int64_t offset, int64_t numel,
+                                  at::ScalarType dtype) const {
+  auto* base = static_cast<char*>(scratch_[rank]) + slot * slot_bytes_;
+  return at::from_blob(base + offset * c10::elementSize(dtype), {numel},
+                       at::TensorOptions().dtype(dtype).device(c10::DeviceType::PrivateUse1,
+                                                               device_));
+}
+
+void IpcTransport::copy(Launch& launch, const at::Tensor& dst, const at::Tensor& src) const {
+  size_t bytes = src.nbytes();
+  if (bytes == 0 || dst.data_ptr() == src.data_ptr()) return;  // in place (e.g. FSDP's views)
+  MAIA_CHECK(maiaMemcpyAsync(dst.data_ptr(), src.data_ptr(), bytes, maiaMemcpyDeviceToDevice,
+                             driverStream(launch.stream)));
+}
+
+void IpcTransport::combine(const at::Tensor& result, const std::vector<at::Tensor>& sources,
+                           ReduceOp::RedOpType op) const {
+  at::Tensor out = result;  // the *_out functions take a non-const reference
+  const bool bitwise = op == ReduceOp::BAND || op == ReduceOp::BOR || op == ReduceOp::BXOR;
+  // maia implements the bitwise ops in place only (their .Tensor_out would
+  // fall back to the host): start from a copy of the first source.
+  if (bitwise && !sources[0].is_same(out)) out.copy_(sources[0]);
+  for (size_t i = 1; i < sources.size(); ++i) {
+    const at::Tensor& a = i == 1 ? sources[0] : out;
+    const at::Tensor& b = sources[i];
+    switch (op) {
+      case ReduceOp::SUM: at::add_out(out, a, b); break;
+      case ReduceOp::PRODUCT: at::mul_out(out, a, b); break;
+      case ReduceOp::MIN: at::minimum_out(out, a, b); break;
+      case ReduceOp::MAX: at::maximum_out(out, a, b); break;
+      case ReduceOp::BAND: out.bitwise_and_(b); break;
+      case ReduceOp::BOR: out.bitwise_or_(b); break;
+      case ReduceOp::BXOR: out.bitwise_xor_(b); break;
+      default: TORCH_CHECK(false, "maia c10d: the IPC transport got reduction ", int(op));
+    }
+  }
+}
+
+void IpcTransport::allreduce(Launch& launch, const at::Tensor& buffer, ReduceOp::RedOpType op) {
+  const int64_t n = buffer.numel();
+  if (n == 0) return;
+  const auto dtype = buffer.scalar_type();
+  const int64_t piece = slotElements(dtype);
+  const bool direct = static_cast<int64_t>(buffer.nbytes()) <= kDirectBytes;
+  const std::string what = describe("allreduce", n, dtype, op);
+  for (int64_t begin = 0; begin < n; begin += piece) {
+    const int64_t m = std::min(piece, n - begin);
+    const int slot = nextSlot();
+    at::Tensor mine = buffer.narrow(0, begin, m);
+    if (direct) {
+      copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
+      sync(launch, what);
+      std::vector<at::Tensor> sources;
+      for (int p = 0; p < size_; ++p) sources.push_back(slotView(p, slot, 0, m, dtype));
+      combine(mine, sources, op);
+      continue;
+    }
+    // Reduce-scatter: publish the chunks the peers reduce, reduce chunk rank_.
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      auto [lo, hi] = chunkOf(m, size_, q);
+      copy(launch, slotView(rank_, slot, lo, hi - lo, dtype), mine.narrow(0, lo, hi - lo));
+    }
+    sync(launch, what);
+    auto [lo, hi] = chunkOf(m, size_, rank_);
+    if (hi > lo) {
+      at::Tensor own = mine.narrow(0, lo, hi - lo);
+      at::Tensor result = slotView(rank_, slot, lo, hi - lo, dtype);
+      std::vector<at::Tensor> sources;
+      for (int p = 0; p < size_; ++p)
+        sources.push_back(p == rank_ ? own : slotView(p, slot, lo, hi - lo, dtype));
+      combine(result, sources, op);
+      copy(launch, own, result);
+    }
+    sync(launch, what);
+    // All-gather: every peer's reduced chunk from its slot.
+    for (int q = 0; q < size_; ++q) {
+      if (q == rank_) continue;
+      auto [qlo, qhi] = chunkOf(m, size_, q);
+      copy(launch, mine.narrow(0, qlo, qhi - qlo), slotView(q, slot, qlo, qhi - qlo, dtype));
+    }
+  }
+}
+
+void IpcTransport::broadcast(Launch& launch, const at::Tensor& buffer, int root) {
+  const int64_t n = buffer.numel();
+  if (n == 0) return;
+  const auto dtype = buffer.scalar_type();
+  const int64_t piece = slotElements(dtype);
+  for (int64_t begin = 0; begin < n; begin += piece) {
+    const int64_t m = std::min(piece, n - begin);
+    const int slot = nextSlot();
+    at::Tensor mine = buffer.narrow(0, begin, m);
+    if (rank_ == root) copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
+    sync(launch, c10::str("broadcast of ", n, " ", dtype, " from ", root));
+    if (rank_ != root) copy(launch, mine, slotView(root, slot, 0, m, dtype));
+  }
+}
+
+void IpcTransport::reduce(Launch& launch, const at::Tensor& buffer, int root,
+                          ReduceOp::RedOpType op) {
+  const int64_t n = buffer.numel();
+  if (n == 0) return;
+  const auto dtype = buffer.scalar_type();
+  const int64_t piece = slotElements(dtype);
+  for (int64_t begin = 0; begin < n; begin += piece) {
+    const int64_t m = std::min(piece, n - begin);
+    const int slot = nextSlot();
+    at::Tensor mine = buffer.narrow(0, begin, m);
+    if (rank_ != root) copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
+    sync(launch, describe("reduce", n, dtype, op) + c10::str(" to ", root));
+    if (rank_ != root) continue;
+    std::vector<at::Tensor> sources;
+    for (int p = 0; p < size_; ++p)
+      sources.push_back(p == rank_ ? mine : slotView(p, slot, 0, m, dtype));
+    // The root's own elements are an input: reduce into a peer-free copy
+    // first when the root is not source 0 (combine writes out before it
+    // reads the later sources).
+    if (root != 0) {
+      at::Tensor own = at::empty({m}, buffer.options());
+      copy(launch, own, mine);
+      sources[root] = own;
+    }
+    combine(mine, sources, op);
+  }
+}
+
+void IpcTransport::allgather(Launch& launch, const at::Tensor& input, const at::Tensor& output) {
+  const int64_t n = input.numel();
+  if (n == 0) return;
+  const auto dtype = input.scalar_type();
+  const int64_t piece = slotElements(dtype);
+  for (int64_t begin = 0; begin < n; begin += piece) {
+    const int64_t m = std::min(piece, n - begin);
+    const int slot = nextSlot();
+    at::Tensor mine = input.narrow(0, begin, m);
+    copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
+    copy(launch, output.narrow(0, rank_ * n + begin, m), mine);
+    sync(launch, c10::str("allgather of ", n, " ", dtype, " per rank"));
+    for (int p = 0; p < size_; ++p)
+      if (p != rank_)
+        copy(launch, output.narrow(0, p * n + begin, m), slotView(p, slot, 0, m, dtype));
+  }
+}
+
+void IpcTransport::reduceScatter(Launch& launch, const at::Tensor& input, const at::Tensor& output,
+                                 ReduceOp::RedOpType op) {
+  const int64_t n = output.numel();
+  if (n == 0) return;
+  const auto dtype = output.scalar_type();
+  // A piece covers e elements of every rank's chunk: the slot holds size blocks.
+  const int64_t e = slotElements(dtype) / size_;
+  for (int64_t begin = 0; begin < n; begin += e) {
+    const int64_t m = std::min(e, n - begin);
+    const int slot = nextSlot();
+    for (int q = 0; q < size_; ++q)
+      if (q != rank_)
+        copy(launch, slotView(rank_, slot, q * e, m, dtype), input.narrow(0, q * n + begin, m));
+    sync(launch, describe("reduce_scatter", n, dtype, op) + " per rank");
+    at::Tensor own = input.narrow(0, rank_ * n + begin, m);
+    // An output inside the input (in place) is written before own is read.
+    if (rank_ != 0 && output.is_alias_of(input)) {
+      at::Tensor saved = at::empty({m}, output.options());
+      copy(launch, saved, own);
+      own = saved;
+    }
+    std::vector<at::Tensor> sources;
+    for (int p = 0; p < size_; ++p)
+      sources.push_back(p == rank_ ? own : slotView(p, slot, rank_ * e, m, dtype));
+    combine(output.narrow(0, begin, m), sources, op);
+  }
+}
+
+}  // namespace torch_maia::distributed

@@ -1,0 +1,235 @@
+"""The transports of the maia c10d backend: IPC between the ranks of a host,
+hierarchical (IPC within hosts, Gloo between one leader per host) across
+hosts, emulated on this machine with MAIA_DIST_EMULATE_HOSTS.
+
+test_collectives.py runs every collective x op x dtype on small tensors,
+which take the IPC transport's direct path. Here: a world whose slots are
+tiny (MAIA_DIST_IPC_SLOT_BYTES) so that messages go in many pieces, through
+both allreduce algorithms (direct, and reduce-scatter + all-gather above
+64 KiB), at sizes that do not split evenly over the ranks; the emulated
+cross-host path on 2 and 4 ranks; a peer that dies during an IPC
+collective."""
+
+import os
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from collective_support import DTYPES, Failures, ops_for, reference, value
+from dist_support import World
+from test_collectives import (check_all_reduce, check_groups, check_movement, check_reduce,
+                              check_reduce_scatter)
+
+SLOT_BYTES = 4096
+
+
+def dev(rank):
+    return torch.device("maia", rank)
+
+
+def backend(rank):
+    return dist.group.WORLD._get_backend(dev(rank))
+
+
+def transport_and_counts(rank, world):
+    b = backend(rank)
+    return b.transport, b._launch_counts()
+
+
+def check_pieces(rank, world):
+    """Every IPC collective, op and dtype on messages of many slots."""
+    failures = Failures()
+    d = dev(rank)
+    for salt, dtype in enumerate(DTYPES):
+        # elements: 4 KiB slots hold 1024 float32; 4001 is several pieces in
+        # every dtype, direct path; 20011 x 4-8 bytes is above 64 KiB on the
+        # wire: reduce-scatter + all-gather (int8/uint8 widen to nothing,
+        # they stay direct at 20 KiB). Neither splits evenly over the ranks.
+        for numel in (4001, 20011):
+            for name, op in ops_for(dtype):
+                inputs = [value(r, (numel,), dtype, salt) for r in range(world)]
+                expected = reference(name, inputs)
+                t = inputs[rank].to(d)
+                dist.all_reduce(t, op=op)
+                failures.check(t, expected, f"all_reduce {name} {dtype} x{numel}")
+        numel = 4001
+        ops = ops_for(dtype)
+        name, op = ops[salt % len(ops)]
+        inputs = [value(r, (numel,), dtype, salt) for r in range(world)]
+        t = inputs[rank].to(d)
+        root = world - 1
+        dist.reduce(t, dst=root, op=op)
+        failures.check(t, reference(name, inputs) if rank == root else inputs[rank],
+                       f"reduce {name} {dtype}")
+        t = inputs[rank].to(d)
+        dist.broadcast(t, src=1)
+        failures.check(t, inputs[1], f"broadcast {dtype}")
+        out = torch.empty(world * numel, dtype=dtype, device=d)
+        dist.all_gather_into_tensor(out, inputs[rank].to(d))
+        failures.check(out, torch.cat(inputs), f"all_gather_into_tensor {dtype}")
+        big = [value(r, (world * numel,), dtype, salt) for r in range(world)]
+        out = torch.empty(numel, dtype=dtype, device=d)
+        dist.reduce_scatter_tensor(out, big[rank].to(d), op=op)
+        failures.check(out, reference(name, big).chunk(world)[rank],
+                       f"reduce_scatter_tensor {name} {dtype}")
+    # In place, as FSDP2 calls them: the input is the rank's slice of the output.
+    flat = torch.zeros(world * 3000, device=d)
+    flat[rank * 3000:(rank + 1) * 3000] = rank + 1
+    dist.all_gather_into_tensor(flat, flat[rank * 3000:(rank + 1) * 3000])
+    failures.check(flat, torch.arange(1, world + 1).float().repeat_interleave(3000),
+                   "in-place all_gather_into_tensor")
+    src = torch.arange(world * 3000, dtype=torch.float32, device=d) + rank
+    dist.reduce_scatter_tensor(src[rank * 3000:(rank + 1) * 3000], src)
+    expected = sum(torch.arange(world * 3000, dtype=torch.float32) + r for r in range(world))
+    failures.check(src[rank * 3000:(rank + 1) * 3000].clone(),
+                   expected[rank * 3000:(rank + 1) * 3000], "in-place reduce_scatter_tensor")
+    failures.raise_any()
+
+
+def check_all_ranks_agree(rank, world):
+    """Float sums in one order on every rank: bit-identical results (DDP's
+    replicas must not drift apart)."""
+    g = torch.Generator().manual_seed(rank)
+    t = torch.randn(50000, generator=g).to(dev(rank))
+    dist.all_reduce(t)
+    gathered = torch.empty(world * 50000, device=dev(rank))
+    dist.all_gather_into_tensor(gathered, t)
+    for r in range(world):
+        assert torch.equal(gathered[r * 50000:(r + 1) * 50000].cpu(), t.cpu()), r
+
+
+def check_no_host_fallback(rank, world):
+    assert torch.maia.fallback_counts() == {}, torch.maia.fallback_counts()
+
+
+@pytest.fixture(scope="module")
+def pieces_world():
+    world = World(2, env={"MAIA_DIST_IPC_SLOT_BYTES": str(SLOT_BYTES)})
+    yield world
+    world.close()
+
+
+@pytest.fixture(scope="module")
+def pieces_world4():
+    world = World(4, env={"MAIA_DIST_IPC_SLOT_BYTES": str(SLOT_BYTES)})
+    yield world
+    world.close()
+
+
+class TestIpcTransport:
+    def test_the_ranks_of_one_host_use_ipc(self, pieces_world):
+        before = pieces_world.run(transport_and_counts)
+        pieces_world.run(check_all_ranks_agree)
+        after = pieces_world.run(transport_and_counts)
+        for (name, b), (_, a) in zip(before, after):
+            assert name == "ipc"
+            assert a["ipc"] >= b.get("ipc", 0) + 2, (b, a)
+
+    def test_every_collective_op_and_dtype_in_many_pieces(self, pieces_world):
+        pieces_world.run(check_pieces)
+        pieces_world.run(check_no_host_fallback)
+
+    def test_four_ranks_in_many_pieces(self, pieces_world4):
+        assert pieces_world4.run(transport_and_counts)[0][0] == "ipc"
+        pieces_world4.run(check_pieces)
+        pieces_world4.run(check_all_ranks_agree)
+
+    def test_gloo_only_when_asked(self):
+        world = World(2, env={"MAIA_DIST_TRANSPORT": "gloo"})
+        try:
+            world.run(check_all_ranks_agree)
+            for name, counts in world.run(transport_and_counts):
+                assert name == "gloo" and "ipc" not in counts, counts
+        finally:
+            world.close()
+
+
+class TestCrossHost:
+    """MAIA_DIST_EMULATE_HOSTS=k: every k consecutive ranks are one host."""
+
+    def test_two_hosts_of_two_ranks(self):
+        world = World(4, env={"MAIA_DIST_EMULATE_HOSTS": "2",
+                              "MAIA_DIST_IPC_SLOT_BYTES": str(SLOT_BYTES)})
+        try:
+            assert {t for t, _ in world.run(transport_and_counts)} == {"hierarchical"}
+            world.run(check_all_reduce)
+            world.run(check_reduce)
+            world.run(check_reduce_scatter)
+            world.run(check_movement)
+            world.run(check_pieces)
+            # split_group halves (one host each: IPC), new_group of ranks 1
+            # and 3 (one per host: hierarchical, made from Python).
+            world.run(check_groups)
+        finally:
+            world.close()
+
+    def test_every_rank_its_own_host(self):
+        world = World(2, env={"MAIA_DIST_EMULATE_HOSTS": "1"})
+        try:
+            assert {t for t, _ in world.run(transport_and_counts)} == {"hierarchical"}
+            world.run(check_all_reduce)
+            world.run(check_reduce_scatter)
+            world.run(check_movement)
+        finally:
+            world.close()
+
+
+# ---------------------------------------------------------------- failure
+
+PATTERN = (r"ALLREDUCE \(sequence number \d+\) of process group '.*' on rank 0 of 2 failed: "
+           r"rank 1 \(pid \d+\) exited during the collective")
+
+
+def die_inside_all_reduce(rank, world):
+    """Rank 1 issues a long IPC all_reduce (many pieces, each a step both
+    ranks' streams must reach) and its process exits while the stream runs it."""
+    t = torch.ones(1 << 20, device=dev(rank))
+    work = dist.all_reduce(t, async_op=True)
+    if rank == 1:
+        os._exit(0)
+    torch.maia.synchronize()  # returns once the exchange has failed
+    assert work.is_completed() and not work.is_success()
+    with pytest.raises(dist.DistBackendError, match=PATTERN):
+        work.wait()
+    return str(work.exception())
+
+
+class TestPeerDeath:
+    def test_peer_that_dies_during_an_ipc_collective(self):
+        world = World(2, env={"MAIA_DIST_ASYNC_ERROR_HANDLING": "0",
+                              "MAIA_DIST_IPC_SLOT_BYTES": str(SLOT_BYTES)}, timeout_s=30)
+        try:
+            assert world.run(transport_and_counts)[0][0] == "ipc"
+            for q in world._tasks:
+                q.put((die_inside_all_reduce, ()))
+            message = world._collect("die_inside_all_reduce", ranks=1)[0]
+            assert "exited during the collective" in message, message
+        finally:
+            world.close()
+
+
+def mismatched_all_reduce(rank, world):
+    """The ranks call all_reduce with different sizes: both fail at the first
+    step, naming what the other runs, instead of mixing data."""
+    t = torch.ones(100 * (rank + 1), device=dev(rank))
+    work = dist.all_reduce(t, async_op=True)
+    torch.maia.synchronize()
+    assert work.is_completed() and not work.is_success()
+    return str(work.exception())
+
+
+class TestMismatch:
+    def test_different_sizes_fail_on_every_rank(self):
+        world = World(2, env={"MAIA_DIST_ASYNC_ERROR_HANDLING": "0"}, timeout_s=30)
+        try:
+            messages = world.run(mismatched_all_reduce)
+            for rank, message in enumerate(messages):
+                assert f"on rank {rank} of 2 failed" in message, message
+                assert "ALLREDUCE (sequence number" in message, message
+            assert "rank 1 is at another step: it runs allreduce (SUM) of 200 Float, this " \
+                   "rank allreduce (SUM) of 100 Float" in messages[0] or \
+                   "rank 0 failed an earlier IPC step" in messages[0], messages
+            assert any("is at another step" in m for m in messages), messages
+        finally:
+            world.close()
