@@ -115,7 +115,9 @@ IpcTransport::~IpcTransport() {
 void IpcTransport::sync(Launch& launch, const std::string& what) {
   auto step = std::make_unique<SyncStep>(
       SyncStep{control_, ++epoch_, what, launch.status, launch.label, launch.timeout});
-  MAIA_CHECK(maiaLaunchHostFunc(driverStream(launch.stream), &runSync, step.get()));
+  const std::string name = launch.label + ": " + what;  // the step's profiler slice
+  MAIA_CHECK(maiaLaunchHostFuncNamed(driverStream(launch.stream), &runSync, step.get(),
+                                     name.c_str()));
   step.release();  // runSync owns it now
 }
 
