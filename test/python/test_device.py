@@ -127,6 +127,21 @@ class TestBadInput:
         assert stats["allocated_bytes.all.current"] > 0
         assert torch.maia.current_device() == 0
 
+    def test_every_maia_kernel_is_registered_for_a_real_operator(self):
+        """The dispatcher accepts an impl for an overload nobody defined (it
+        waits for a def), so a misspelt overload silently leaves the real one
+        on the host fallback (bitwise_and.out instead of .Tensor_out was)."""
+        registered = torch._C._dispatch_get_registrations_for_dispatch_key("PrivateUse1")
+        assert len(registered) > 300
+        unknown = []
+        for entry in registered:
+            name, _, overload = entry.partition(".")
+            try:
+                torch._C._dispatch_find_schema_or_throw(name, overload)
+            except RuntimeError:
+                unknown.append(entry)
+        assert unknown == []
+
     def test_unsupported_dtype(self):
         with pytest.raises(TypeError, match="maia tensors do not support dtype Float8_e4m3fn"):
             torch.empty(2, dtype=torch.float8_e4m3fn, device="maia")

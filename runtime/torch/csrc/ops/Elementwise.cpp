@@ -446,7 +446,11 @@ Tensor& lerpTensorOut(const Tensor& self, const Tensor& end, const Tensor& weigh
 
 // ---------------------------------------------------------------- registration
 
-#define MAIA_BINARY(NAME, KERNEL, RESULT)                                                  \
+#define MAIA_BINARY(NAME, KERNEL, RESULT) MAIA_BINARY_OUT(NAME, KERNEL, RESULT, ".out")
+
+/// OUT: the out variant's overload (".out", or ".Tensor_out" for ops that
+/// also have Scalar forms, e.g. bitwise_and).
+#define MAIA_BINARY_OUT(NAME, KERNEL, RESULT, OUT)                                         \
   m.impl(NAME ".Tensor", [](const Tensor& a, const Tensor& b) {                            \
     Tensor out;                                                                            \
     return binaryOut(KERNEL, RESULT, a, b, out);                                           \
@@ -454,7 +458,7 @@ Tensor& lerpTensorOut(const Tensor& self, const Tensor& end, const Tensor& weigh
   m.impl(NAME "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                       \
     return binaryOut(KERNEL, RESULT, a, b, a);                                             \
   });                                                                                      \
-  m.impl(NAME ".out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {        \
+  m.impl(NAME OUT, [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {          \
     return binaryOut(KERNEL, RESULT, a, b, out);                                           \
   })
 
@@ -746,9 +750,9 @@ MAIA_NATIVE_KERNELS(m) {
   MAIA_PLAIN_BINARY("logical_and", Result::Bool);
   MAIA_PLAIN_BINARY("logical_or", Result::Bool);
   MAIA_PLAIN_BINARY("logical_xor", Result::Bool);
-  MAIA_BINARY("bitwise_and", "bitwise_and", Result::Common);
-  MAIA_BINARY("bitwise_or", "bitwise_or", Result::Common);
-  MAIA_BINARY("bitwise_xor", "bitwise_xor", Result::Common);
+  MAIA_BINARY_OUT("bitwise_and", "bitwise_and", Result::Common, ".Tensor_out");
+  MAIA_BINARY_OUT("bitwise_or", "bitwise_or", Result::Common, ".Tensor_out");
+  MAIA_BINARY_OUT("bitwise_xor", "bitwise_xor", Result::Common, ".Tensor_out");
   MAIA_UNARY("neg", Result::Common);
   MAIA_UNARY("abs", Result::Common);
   MAIA_UNARY("exp", Result::FloatOnly);
