@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <type_traits>
@@ -361,14 +362,25 @@ struct GluBackwardSecond {
     return (C(1) - s) * s * a * g;
   }
 };
+/// positive ? a : b for floating a, b, as bit masks: no branch on the sign
+/// (the broadcast weight makes prelu's loop strided, where a branch on
+/// random signs mispredicts half the time: 10x slower than a mul).
+template <typename C>
+C selectBits(bool positive, C a, C b) {
+  using U = std::conditional_t<sizeof(C) == 8, uint64_t, uint32_t>;
+  const U mask = U(0) - static_cast<U>(positive);
+  return std::bit_cast<C>((std::bit_cast<U>(a) & mask) | (std::bit_cast<U>(b) & ~mask));
+}
 /// prelu: x where positive, else weight * x (NaN stays NaN).
 struct Prelu {
-  template <typename C> C operator()(C x, C w) const { return x > C(0) ? x : w * x; }
+  template <typename C> C operator()(C x, C w) const { return selectBits(x > C(0), x, w * x); }
 };
-/// prelu backward: (grad_input, grad_weight) from (x, weight, grad).
+/// prelu backward: (grad_input, grad_weight) from (x, weight, grad): where
+/// x is positive (grad, 0), else (weight * grad, x * grad).
 struct PreluBackward {
   template <typename C> std::pair<C, C> operator()(C x, C w, C g) const {
-    return x > C(0) ? std::pair<C, C>{g, C(0)} : std::pair<C, C>{w * g, x * g};
+    const bool positive = x > C(0);
+    return {selectBits(positive, g, w * g), selectBits(positive, C(0), x * g)};
   }
 };
 
