@@ -277,3 +277,41 @@ def test_topk_backward():
     xm = x.to("maia").requires_grad_()
     torch.topk(xm, 4, dim=1).values.backward(grad.to("maia"))
     assert torch.equal(xm.grad.cpu(), xc.grad)
+
+
+def test_no_host_synchronization():
+    """sort, topk and the other kernels of this change only enqueue: issued
+    behind a kernel that blocks the stream until released, they return (a
+    host synchronization would hang), and compute the CPU's results."""
+    import torch.nn.functional as F
+    from test_overlap import KERNEL_DIR, launch_wait_for_flag
+    if not KERNEL_DIR:
+        pytest.skip("MAIA_KERNEL_DIR (the built test kernels) is set by ctest")
+    x = make((4, 6, 8), torch.float32, ties=True)
+    w = torch.rand(6)
+    ops = [lambda t, w: torch.sort(t, dim=1, stable=True).values,
+           lambda t, w: torch.sort(t, dim=1, stable=True).indices,
+           lambda t, w: torch.topk(t, 3).indices,
+           lambda t, w: torch.flip(t, (0, 2)),
+           lambda t, w: torch.roll(t, (1, -3), (0, 2)),
+           lambda t, w: F.glu(t, 2),
+           lambda t, w: torch.ops.aten.glu_backward(t[..., :4], t, 2),
+           lambda t, w: F.prelu(t, w),
+           lambda t, w: torch.ops.aten._prelu_kernel_backward(t, t, w.view(1, 6, 1))[1],
+           lambda t, w: F.interpolate(t, size=11),
+           lambda t, w: F.interpolate(t, size=11, mode="linear"),
+           lambda t, w: torch.ops.aten.upsample_linear1d_backward(t, [8], [4, 6, 4], False),
+           lambda t, w: torch.ops.aten.upsample_nearest1d_backward(t, [8], [4, 6, 4])]
+    xm, wm = x.to("maia"), w.to("maia")
+    blocked, release = torch.maia.Stream(), torch.maia.Stream()
+    flag = torch.zeros(1, dtype=torch.int32, device="maia")
+    torch.maia.synchronize()
+    with torch.maia.stream(blocked):
+        launch_wait_for_flag(flag, blocked)
+        results = [op(xm, wm) for op in ops]
+        assert not blocked.query()
+    with torch.maia.stream(release):
+        flag.copy_(torch.ones(1, dtype=torch.int32).pin_memory(), non_blocking=True)
+    blocked.synchronize()
+    for op, actual in zip(ops, results):
+        torch.testing.assert_close(actual.cpu(), op(x, w), equal_nan=True)

@@ -171,3 +171,25 @@ def test_errors_are_the_cpus():
         F.interpolate(torch.ones(1, 1, 2, 2, dtype=torch.int64, device="maia"), size=3)
     with pytest.raises(RuntimeError, match="Input and output sizes should be greater than 0"):
         torch.ops.aten.upsample_nearest2d(torch.ones(1, 1, 2, 2, device="maia"), [0, 3])
+
+
+@pytest.mark.parametrize("shape, size", [((1, 2, 9), 13), ((1, 2, 5, 9), (5, 13)),
+                                         ((1, 5, 60, 70), (60, 90))])
+def test_infinities_and_nan_propagate_as_on_the_cpu(shape, size):
+    """An infinite input times a zero weight is NaN where the CPU
+    multiplies by it (a 2-D kernel's kept height), and not where it has no
+    such weight (1-D: no height at all); gradients likewise."""
+    x = torch.randn(shape)
+    x.view(-1)[[0, 5, 17]] = torch.tensor([float("inf"), -float("inf"), float("nan")])
+    mode = "linear" if len(shape) == 3 else "bilinear"
+    expected = F.interpolate(x, size=size, mode=mode)
+    actual = F.interpolate(x.to("maia"), size=size, mode=mode)
+    torch.testing.assert_close(actual.cpu(), expected, equal_nan=True)
+    grad = torch.randn(expected.shape)
+    grad.view(-1)[[1, 8]] = torch.tensor([float("inf"), float("nan")])
+    op = torch.ops.aten.upsample_linear1d_backward if len(shape) == 3 else \
+        torch.ops.aten.upsample_bilinear2d_backward
+    sizes = [size] if len(shape) == 3 else list(size)
+    expected = op(grad, sizes, list(shape), False)
+    actual = op(grad.to("maia"), sizes, list(shape), False)
+    torch.testing.assert_close(actual.cpu(), expected, equal_nan=True)

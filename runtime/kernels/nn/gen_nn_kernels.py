@@ -112,7 +112,8 @@ KERNELS = [
      "upsampleNearestBackward<{t}>"),
     ("upsample_bilinear2d", FLOAT, [m("T", 4), m("T", 4), s("f64"), s("f64"), s("i64"),
                                      s("i64")], "upsampleBilinear2d<{t}>"),
-    ("upsample_bilinear2d_bwd", FLOAT, [m("C", 4), m("T", 4), s("f64"), s("f64"), s("i64")],
+    ("upsample_bilinear2d_bwd", FLOAT,
+     [m("C", 4), m("T", 4), s("f64"), s("f64"), s("i64"), s("i64")],
      "upsampleBilinear2dBackward<{t}>"),
 ]
 

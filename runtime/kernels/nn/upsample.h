@@ -198,10 +198,12 @@ compute_t<T> genericBilinear(const MemRef<T, 4>& in, int64_t n, int64_t c,
 }
 
 // args: out (N, C, OH, OW), in (N, C, H, W), scale_h, scale_w (of the
-// compute type), align_corners, vector (0: the CPU's generic kernel; else
-// its channels-last kernel, whose vectors hold `vector` elements: the
-// channels below C - C % vector take its vector arithmetic, the rest its
-// scalar loop). The host picks the kernel the CPU would.
+// compute type), align_corners, vector (0: the CPU's generic kernel; -1:
+// the same for a 1-D operator, whose H = 1 is not interpolated at all (an
+// infinity times a zero weight would be NaN); else its channels-last
+// kernel, whose vectors hold `vector` elements: the channels below
+// C - C % vector take its vector arithmetic, the rest its scalar loop). The
+// host picks the kernel the CPU would.
 template <typename T>
 void upsampleBilinear2d(void* const* args, const maia_grid_t* grid) {
   using C = compute_t<T>;
@@ -213,10 +215,18 @@ void upsampleBilinear2d(void* const* args, const maia_grid_t* grid) {
   const int64_t vector = scalar<int64_t>(args, 5);
   const int64_t channels = out.sizes[1], oh = out.sizes[2], ow = out.sizes[3];
   const int64_t h = in.sizes[2], w = in.sizes[3];
-  const int64_t vector_channels = vector == 0 ? 0 : channels - channels % vector;
+  const int64_t vector_channels = vector <= 0 ? 0 : channels - channels % vector;
   auto slice = maia_kernel::programSlice(grid, out.sizes[0] * channels * oh);
   for (int64_t row = slice.begin; row < slice.end; ++row) {
     const auto [n, c, oy] = rowIndex(out, row, channels, oh);
+    if (vector < 0) {  // 1-D: the width only
+      for (int64_t ox = 0; ox < ow; ++ox) {
+        const auto tx = linearTap<Rounded<T>>(scale_w, ox, w, ow, align);
+        at4(out, n, c, 0, ox) = store<T>(load(at4(in, n, c, 0, tx.i0)) * static_cast<C>(tx.w0) +
+                                         load(at4(in, n, c, 0, tx.i1)) * static_cast<C>(tx.w1));
+      }
+      continue;
+    }
     if (vector == 0) {
       const auto ty = linearTap<Rounded<T>>(scale_h, oy, h, oh, align);
       for (int64_t ox = 0; ox < ow; ++ox) {
@@ -244,7 +254,8 @@ void upsampleBilinear2d(void* const* args, const maia_grid_t* grid) {
 }
 
 // args: grad_input (N, C, H, W; compute type), grad_output (N, C, OH, OW),
-// scale_h, scale_w (of the compute type), align_corners.
+// scale_h, scale_w (of the compute type), align_corners, one_d (a 1-D
+// operator: no height taps, so a zero height weight adds no 0 * inf).
 template <typename T>
 void upsampleBilinear2dBackward(void* const* args, const maia_grid_t* grid) {
   using C = compute_t<T>;
@@ -253,6 +264,7 @@ void upsampleBilinear2dBackward(void* const* args, const maia_grid_t* grid) {
   const auto scale_h = static_cast<C>(scalar<double>(args, 2));
   const auto scale_w = static_cast<C>(scalar<double>(args, 3));
   const bool align = scalar<int64_t>(args, 4) != 0;
+  const bool one_d = scalar<int64_t>(args, 5) != 0;
   const int64_t channels = gi.sizes[1], h = gi.sizes[2], w = gi.sizes[3];
   const int64_t oh = go.sizes[2], ow = go.sizes[3];
   auto slice = maia_kernel::programSlice(grid, gi.sizes[0] * channels);
@@ -265,6 +277,11 @@ void upsampleBilinear2dBackward(void* const* args, const maia_grid_t* grid) {
       for (int64_t ox = 0; ox < ow; ++ox) {
         const auto tx = linearTap<C>(scale_w, ox, w, ow, align);
         const C g = load(at4(go, n, c, oy, ox));
+        if (one_d) {
+          at4(gi, n, c, 0, tx.i0) += tx.w0 * g;
+          at4(gi, n, c, 0, tx.i1) += tx.w1 * g;
+          continue;
+        }
         at4(gi, n, c, ty.i0, tx.i0) += ty.w0 * tx.w0 * g;
         at4(gi, n, c, ty.i0, tx.i1) += ty.w0 * tx.w1 * g;
         at4(gi, n, c, ty.i1, tx.i0) += ty.w1 * tx.w0 * g;

@@ -127,10 +127,11 @@ int64_t kernelRank(Mode mode) { return mode == Mode::Linear ? 4 : 5; }
 
 /// Which of the CPU's kernels computes a linear upsampling of self into
 /// out (upsample_bilinear2d_kernel_impl_float's choice): 0 for its generic
-/// kernel (always for 1-D), else its channels-last kernel, given as the
-/// element count of its vectors (64 bytes on an AVX-512 CPU, else 32).
+/// kernel, -1 for it on a 1-D operator (no height at all), else its
+/// channels-last kernel, given as the element count of its vectors (64
+/// bytes on an AVX-512 CPU, else 32).
 int64_t cpuVectorWidth(const Tensor& self, const Tensor& out) {
-  if (self.dim() != 4) return 0;
+  if (self.dim() != 4) return -1;
   const bool channels_last_kernel =
       (self.is_contiguous(c10::MemoryFormat::ChannelsLast) && self.size(1) > 3) ||
       out.size(-2) + out.size(-1) <= 128 || (at::get_num_threads() == 1 && self.size(1) == 3);
@@ -173,6 +174,7 @@ void backward(const char* op, Mode mode, bool align, const Tensor& grad_output,
   std::vector<maiaKernelArg> args{memrefOf(in_view), memrefOf(out_view)};
   for (const maiaKernelArg& arg : trailingArgs(mode, align, dtype, in_view, out_view, scales))
     args.push_back(arg);
+  if (mode == Mode::Linear) args.push_back(intArg(grad_input.dim() == 3 ? 1 : 0));
   launchNn(mode == Mode::Linear ? "upsample_bilinear2d_bwd" : "upsample_nearest_bwd", dtype,
            args,
            programsFor(grad_input.size(0) * grad_input.size(1),
