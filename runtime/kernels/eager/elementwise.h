@@ -120,6 +120,31 @@ void ternary(void* const* args, const maia_grid_t* grid, Fn fn) {
   });
 }
 
+/// (out0, out1) = fn(a, b, c) elementwise, computed in T's compute type: fn
+/// returns a pair. out0's shape is the iteration's; out1 is walked like an
+/// input operand of the same shape.
+template <typename T, typename Fn>
+void ternaryTwoOutputs(void* const* args, const maia_grid_t* grid, Fn fn) {
+  const auto& out0 = maia_kernel::memref<T, kRank>(args, 0);
+  const auto& out1 = maia_kernel::memref<T, kRank>(args, 1);
+  const auto& a = maia_kernel::memref<T, kRank>(args, 2);
+  const auto& b = maia_kernel::memref<T, kRank>(args, 3);
+  const auto& c = maia_kernel::memref<T, kRank>(args, 4);
+  forEachRun<T, T, T, T, T>(grid, out0, out1, a, b, c,
+                            [&](T* o0, T* o1, T* x, T* y, T* z, int64_t n, bool unit,
+                                int64_t s0, int64_t s1, int64_t sx, int64_t sy, int64_t sz) {
+                              if (unit) {
+                                s0 = s1 = sx = sy = sz = 1;  // constant strides vectorize
+                              }
+                              for (int64_t i = 0; i < n; ++i) {
+                                const auto [r0, r1] =
+                                    fn(load(x[i * sx]), load(y[i * sy]), load(z[i * sz]));
+                                o0[i * s0] = store<T>(r0);
+                                o1[i * s1] = store<T>(r1);
+                              }
+                            });
+}
+
 /// out = fn(cond, a, b) elementwise (where: values copied as stored).
 template <typename Out, typename Fn>
 void ternarySelect(void* const* args, const maia_grid_t* grid, Fn fn) {

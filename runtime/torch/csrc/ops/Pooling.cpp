@@ -31,6 +31,7 @@
 #include "ops/EagerKernels.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/Structured.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -38,45 +39,6 @@ namespace {
 using at::IntArrayRef;
 using at::Tensor;
 using c10::ScalarType;
-
-/// A result as a meta function describes it: a new tensor, contiguous (no
-/// dispatch) or in the requested memory format.
-Tensor allocate(IntArrayRef sizes, const at::TensorOptions& options) {
-  const auto format = options.memory_format_opt().value_or(c10::MemoryFormat::Contiguous);
-  if (format == c10::MemoryFormat::Contiguous)
-    return newEmpty(sizes, options.memory_format(std::nullopt));
-  return at::empty(sizes, options);
-}
-
-/// Runs structured operator Meta's meta function for maia: the outputs it
-/// declares are allocated, or, for out= variants, the given tensors are
-/// checked and resized as ATen's generated out= wrappers do.
-template <class Meta, size_t N>
-struct Structured final : Meta {
-  explicit Structured(std::array<Tensor*, N> given = {}) : given_(given) {}
-
-  void set_output_raw_strided(int64_t i, IntArrayRef sizes, IntArrayRef /*strides*/,
-                              at::TensorOptions options) override {
-    Tensor* out = given_[i];
-    if (out == nullptr) {
-      outputs[i] = allocate(sizes, options);
-      return;
-    }
-    TORCH_CHECK(options.dtype() == out->dtype(), "Expected out tensor to have dtype ",
-                options.dtype(), ", but got ", out->dtype(), " instead");
-    TORCH_CHECK(options.device() == out->device(), "Expected out tensor to have device ",
-                options.device(), ", but got ", out->device(), " instead");
-    if (at::native::resize_output(*out, sizes) && options.memory_format_opt().has_value())
-      out->unsafeGetTensorImpl()->empty_tensor_restride(*options.memory_format_opt());
-    outputs[i] = *out;
-  }
-  const Tensor& maybe_get_output(int64_t i) override { return outputs[i]; }
-
-  std::array<Tensor, N> outputs;
-
- private:
-  std::array<Tensor*, N> given_;
-};
 
 /// The CPU's error for a dtype its kernel is not compiled for.
 void checkDtype(const char* op, ScalarType dtype, bool supported) {
@@ -325,8 +287,8 @@ Tensor adaptiveAvgPool2dBackward(const Tensor& grad_output, const Tensor& self) 
               self.sizes());
   TORCH_CHECK(self.dtype() == grad_output.dtype(), "expected dtype ", self.dtype(),
               " for `grad_output` but got dtype ", grad_output.dtype());
-  Tensor grad_input = allocate(self.sizes(), self.options().memory_format(
-                                                 self.suggest_memory_format()));
+  Tensor grad_input = allocateOutput(
+      self.sizes(), {}, self.options().memory_format(self.suggest_memory_format()));
   if (grad_input.numel() == 0) return grad_input;
   checkDtype("adaptive_avg_pool2d_backward", self.scalar_type(), isFloat(self.scalar_type()));
   const int64_t reads = grad_input.numel() * (grad_output.size(-2) / self.size(-2) + 2) *
