@@ -11,6 +11,7 @@
 #include <torch/library.h>
 
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -83,11 +84,11 @@ Tensor gluBackward(const Tensor& grad_output, const Tensor& input, int64_t dim) 
   return gluBackwardOut(grad_output, input, dim, grad_input);
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("glu", &glu);
-  m.impl("glu.out", &gluOut);
-  m.impl("glu_backward", &gluBackward);
-  m.impl("glu_backward.grad_input", &gluBackwardOut);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("glu", TORCH_FN(glu));
+  m.impl("glu.out", TORCH_FN(gluOut));
+  m.impl("glu_backward", TORCH_FN(gluBackward));
+  m.impl("glu_backward.grad_input", TORCH_FN(gluBackwardOut));
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -52,9 +53,9 @@ std::tuple<Tensor, Tensor> preluKernelBackward(const Tensor& grad_output, const 
   return {grad_self, grad_weight};
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_prelu_kernel", &preluKernel);
-  m.impl("_prelu_kernel_backward", &preluKernelBackward);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("_prelu_kernel", TORCH_FN(preluKernel));
+  m.impl("_prelu_kernel_backward", TORCH_FN(preluKernelBackward));
 }
 
 }  // namespace

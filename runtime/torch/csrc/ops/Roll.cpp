@@ -21,6 +21,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
@@ -178,9 +179,9 @@ Tensor roll(const Tensor& self, c10::SymIntArrayRef shifts_sym, at::IntArrayRef 
   return out;
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("flip", &flip);
-  m.impl("roll", &roll);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("flip", TORCH_FN(flip));
+  m.impl("roll", TORCH_FN(roll));
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 #include "ops/Structured.h"
 
@@ -138,11 +139,11 @@ std::tuple<Tensor&, Tensor&> topkOut(const Tensor& self, c10::SymInt k, int64_t 
   return {values, indices};
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("sort.stable", &sortStable);
-  m.impl("sort.values_stable", &sortStableOut);
-  m.impl("topk", &topk);
-  m.impl("topk.values", &topkOut);
+MAIA_NATIVE_KERNELS(m) {
+  m.impl("sort.stable", TORCH_FN(sortStable));
+  m.impl("sort.values_stable", TORCH_FN(sortStableOut));
+  m.impl("topk", TORCH_FN(topk));
+  m.impl("topk.values", TORCH_FN(topkOut));
 }
 
 }  // namespace

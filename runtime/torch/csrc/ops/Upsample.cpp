@@ -40,6 +40,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/HostRouting.h"
 #include "ops/Fallback.h"
 #include "ops/MaiaOps.h"
 #include "ops/Structured.h"
@@ -271,7 +272,7 @@ constexpr Mode kNearest = Mode::Nearest, kExact = Mode::NearestExact;
 #define MAIA_SCALE_ARGS_3D , d, h, w
 #define MAIA_SCALES_3D (Scales{d, h, w})
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+MAIA_NATIVE_KERNELS(m) {
   MAIA_NEAREST_FAMILY(upsample_nearest1d, kNearest, structured_upsample_nearest1d,
                       structured_upsample_nearest1d_backward, MAIA_SCALE_PARAMS_1D,
                       MAIA_SCALE_ARGS_1D, MAIA_SCALES_1D);
