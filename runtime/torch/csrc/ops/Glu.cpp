@@ -13,17 +13,12 @@
 #include "ops/EagerKernels.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 
 namespace torch_maia::ops {
 namespace {
 
 using at::Tensor;
-
-/// The CPU's error for a dtype its glu kernels are not compiled for.
-void checkFloatDtype(const char* op, c10::ScalarType dtype) {
-  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(dtype), "\"", op, "\" not implemented for '",
-                              c10::toString(dtype), "'");
-}
 
 /// glu of self along dim into out (undefined: allocated). ATen's structured
 /// meta for glu builds its iterator over halves it does not keep alive, so

@@ -13,6 +13,13 @@ inline void checkFloating(const char* op, const at::Tensor& t) {
               "\" not implemented for '", t.scalar_type(), "'");
 }
 
+/// The CPU's NotImplementedError for a dtype its kernel `op` (e.g.
+/// "glu_cpu") is not compiled for: the exact type and text the CPU raises.
+inline void checkFloatDtype(const char* op, c10::ScalarType dtype) {
+  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(dtype), "\"", op, "\" not implemented for '",
+                              c10::toString(dtype), "'");
+}
+
 /// The product of sizes[begin, end): the extent of those dimensions
 /// flattened (outer/inner extents of [outer, n, inner] views).
 inline int64_t prod(c10::IntArrayRef sizes, int64_t begin, int64_t end) {
