@@ -22,6 +22,7 @@ std::atomic<bool> g_activity_enabled{false};
 struct Activity {
   maiaActivityRecord record;
   std::atomic<int64_t> start_ns{0};  // the first core to start a chunk stamps it
+  std::atomic<int64_t> chunks_left{0};  // replayed commands only (activityChunkDone)
 };
 
 namespace {
@@ -134,6 +135,7 @@ const char* activityKindName(maiaActivityKind kind) {
     case maiaActivityMemset: return "Memset";
     case maiaActivityHostFunction: return "Host function";
     case maiaActivityEventRecord: return "Event record";
+    case maiaActivityGraph: return "Graph launch";
   }
   return "Unknown";
 }
@@ -155,6 +157,26 @@ void beginActivity(Command& cmd, int device, uint64_t stream_id) {
              stream_id, cmd.activityBytes());
   activity->record.enqueue_ns = activityClockNs();
   cmd.setActivity(activity);
+  cmd.beginNestedActivities(device, stream_id, activity->record.enqueue_ns);
+}
+
+Activity* beginReplayNodeActivity(const Command* command, int64_t chunks, int device,
+                                  uint64_t stream_id, int64_t enqueue_ns) {
+  const int kind = command != nullptr ? command->activityKind() : maiaActivityEventRecord;
+  if (kind == 0) return nullptr;
+  auto* activity = new Activity();
+  fillCommon(&activity->record, static_cast<maiaActivityKind>(kind),
+             command != nullptr ? command->activityName() : nullptr, device, stream_id,
+             command != nullptr ? command->activityBytes() : 0);
+  activity->record.enqueue_ns = enqueue_ns;
+  activity->chunks_left.store(std::max<int64_t>(1, chunks), std::memory_order_relaxed);
+  return activity;
+}
+
+bool activityChunkDone(Activity* activity) {
+  if (activity->chunks_left.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
+  endActivity(activity);
+  return true;
 }
 
 void activityChunkStarted(Activity* activity) {

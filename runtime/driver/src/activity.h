@@ -30,6 +30,16 @@ void endActivity(Activity* activity);
 /// A command that never ran (its queue was closed) drops its record.
 void discardActivity(Activity* activity);
 
+/// A record for one command of a graph replay (kind from the command, or
+/// an event record when command is null), attributed like beginActivity's
+/// to the stream and correlation id of the maiaGraphLaunch being enqueued.
+/// Its end is taken when the last of its `chunks` chunks is done.
+Activity* beginReplayNodeActivity(const Command* command, int64_t chunks, int device,
+                                  uint64_t stream_id, int64_t enqueue_ns);
+/// One chunk of a replayed command finished; the last one stamps the end
+/// and publishes the record (and frees it): true then.
+bool activityChunkDone(Activity* activity);
+
 /// Work done by the calling thread instead of a core (a small synchronous
 /// copy): records [start_ns, now] directly.
 void recordHostRunActivity(maiaActivityKind kind, const char* name, int device,
