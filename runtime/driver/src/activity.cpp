@@ -22,7 +22,6 @@ std::atomic<bool> g_activity_enabled{false};
 struct Activity {
   maiaActivityRecord record;
   std::atomic<int64_t> start_ns{0};  // the first core to start a chunk stamps it
-  std::atomic<int64_t> chunks_left{0};  // replayed commands only (activityChunkDone)
 };
 
 namespace {
@@ -160,23 +159,38 @@ void beginActivity(Command& cmd, int device, uint64_t stream_id) {
   cmd.beginNestedActivities(device, stream_id, activity->record.enqueue_ns);
 }
 
-Activity* beginReplayNodeActivity(const Command* command, int64_t chunks, int device,
-                                  uint64_t stream_id, int64_t enqueue_ns) {
-  const int kind = command != nullptr ? command->activityKind() : maiaActivityEventRecord;
-  if (kind == 0) return nullptr;
-  auto* activity = new Activity();
-  fillCommon(&activity->record, static_cast<maiaActivityKind>(kind),
-             command != nullptr ? command->activityName() : nullptr, device, stream_id,
-             command != nullptr ? command->activityBytes() : 0);
-  activity->record.enqueue_ns = enqueue_ns;
-  activity->chunks_left.store(std::max<int64_t>(1, chunks), std::memory_order_relaxed);
-  return activity;
+std::unique_ptr<ReplayActivities> beginReplayActivities(size_t count, int device,
+                                                        uint64_t stream_id, int64_t enqueue_ns) {
+  auto replay = std::make_unique<ReplayActivities>();
+  fillCommon(&replay->common, maiaActivityKernel, nullptr, device, stream_id, 0);
+  replay->common.enqueue_ns = enqueue_ns;
+  replay->nodes = std::make_unique<ReplayActivities::Node[]>(count);
+  replay->count = count;
+  return replay;
 }
 
-bool activityChunkDone(Activity* activity) {
-  if (activity->chunks_left.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
-  endActivity(activity);
-  return true;
+void publishReplayActivities(const ReplayActivities& replay) {
+  RecordBuffer& b = buffer();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  for (size_t j = 0; j < replay.count; ++j) {
+    const ReplayActivities::Node& node = replay.nodes[j];
+    if (node.chunks_left.load(std::memory_order_acquire) != 0) continue;
+    const int kind = node.command != nullptr ? node.command->activityKind()
+                                             : maiaActivityEventRecord;
+    if (kind == 0) continue;
+    if (b.records.size() >= b.max_records) {
+      ++b.dropped;
+      continue;
+    }
+    maiaActivityRecord& record = b.records.emplace_back(replay.common);
+    record.kind = static_cast<maiaActivityKind>(kind);
+    const char* name = node.command != nullptr ? node.command->activityName() : nullptr;
+    copyName(record.name, name != nullptr ? name : activityKindName(record.kind));
+    record.bytes = node.command != nullptr ? node.command->activityBytes() : 0;
+    const int64_t start = node.start_ns.load(std::memory_order_relaxed);
+    record.start_ns = start != 0 ? start : node.end_ns;
+    record.end_ns = node.end_ns;
+  }
 }
 
 void activityChunkStarted(Activity* activity) {

@@ -51,6 +51,9 @@ class Command {
   /// attaches theirs, attributed to the same stream and enqueue.
   virtual void beginNestedActivities(int /*device*/, uint64_t /*stream_id*/,
                                      int64_t /*enqueue_ns*/) {}
+  /// Called when the command completes, before its own record is ended
+  /// (only if it has one): publishes what beginNestedActivities attached.
+  virtual void endNestedActivities() {}
 
   /// The profiler record being filled in, or null: set at enqueue only
   /// while a profiler is active (activity.h).

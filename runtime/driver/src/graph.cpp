@@ -107,25 +107,27 @@ class GraphReplayCommand final : public Command, public PooledAllocation<GraphRe
                      std::vector<std::shared_ptr<EventRecord>> records)
       : Command(plan->total_chunks), plan_(std::move(plan)), records_(std::move(records)) {}
 
-  ~GraphReplayCommand() override {
-    // Records of commands a fault skipped: nothing ran, nothing to report.
-    if (node_activities_)
-      for (size_t j = 0; j < plan_->body->nodes.size(); ++j)
-        if (node_activities_[j] != nullptr) discardActivity(node_activities_[j]);
-  }
-
   int activityKind() const override { return maiaActivityGraph; }
 
   /// While profiling, every replayed command gets its own record, as the
   /// same command enqueued alone would; with no profiler this never runs
-  /// and runChunk only tests node_activities_ (no atomic, no allocation).
+  /// and runChunk only tests activities_ (no atomic, no allocation). The
+  /// records are built and published together when the replay completes,
+  /// so the path from one command to the next only reads the clock, and
+  /// the enqueue makes one allocation, not one per command.
   void beginNestedActivities(int device, uint64_t stream_id, int64_t enqueue_ns) override {
     const auto& nodes = plan_->body->nodes;
     if (nodes.empty()) return;
-    node_activities_ = std::make_unique<Activity*[]>(nodes.size());
-    for (size_t j = 0; j < nodes.size(); ++j)
-      node_activities_[j] = beginReplayNodeActivity(nodes[j].command.get(), nodes[j].chunks,
-                                                    device, stream_id, enqueue_ns);
+    activities_ = beginReplayActivities(nodes.size(), device, stream_id, enqueue_ns);
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      activities_->nodes[j].command = nodes[j].command.get();
+      activities_->nodes[j].chunks_left.store(std::max<int64_t>(1, nodes[j].chunks),
+                                              std::memory_order_relaxed);
+    }
+  }
+
+  void endNestedActivities() override {
+    if (activities_) publishReplayActivities(*activities_);
   }
 
   void runChunk(int64_t index) override {
@@ -138,9 +140,9 @@ class GraphReplayCommand final : public Command, public PooledAllocation<GraphRe
     const int64_t first = plan.first_chunk[j];
     if (!waitForChunks(first)) return;  // the device faulted: skip the rest
     const GraphNode& node = nodes[j];
-    Activity* activity = node_activities_ ? node_activities_[j] : nullptr;
-    if (activity != nullptr) [[unlikely]]
-      activityChunkStarted(activity);
+    ReplayActivities* activities = activities_.get();
+    if (activities != nullptr) [[unlikely]]
+      replayChunkStarted(*activities, j);
     t_running_node = &node;
     if (node.command) {
       node.command->runChunk(index - first);
@@ -150,8 +152,8 @@ class GraphReplayCommand final : public Command, public PooledAllocation<GraphRe
     t_running_node = nullptr;
     // Ended before the command's chunks count as done: the next command
     // starts only then, so a replay's records never overlap.
-    if (activity != nullptr && activityChunkDone(activity)) [[unlikely]]
-      node_activities_[j] = nullptr;  // only the last chunk's thread writes it
+    if (activities != nullptr) [[unlikely]]
+      replayChunkDone(*activities, j);
     done_chunks_.fetch_add(1, std::memory_order_acq_rel);
   }
 
@@ -198,8 +200,7 @@ class GraphReplayCommand final : public Command, public PooledAllocation<GraphRe
   std::shared_ptr<const ExecPlan> plan_;
   std::vector<std::shared_ptr<EventRecord>> records_;  // this replay's, by record slot
   std::atomic<int64_t> done_chunks_{0};
-  // Per node, its record until published (null: not profiled, or done).
-  std::unique_ptr<Activity*[]> node_activities_;
+  std::unique_ptr<ReplayActivities> activities_;  // null unless profiled
 };
 
 }  // namespace
