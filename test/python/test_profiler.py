@@ -222,7 +222,8 @@ class TestKinetoTrace:
                 with torch.profiler.record_function(f"replay {i}"):
                     graph.replay()
 
-        events = chrome_trace(profile_device(work), tmp_path)
+        prof = profile_device(work)
+        events = chrome_trace(prof, tmp_path)
         torch.testing.assert_close(out.cpu(), step().cpu())
         ops = launching_ops(events)
         device = sorted(device_events(events), key=lambda e: e["ts"])
@@ -241,13 +242,20 @@ class TestKinetoTrace:
         assert len(spans) == replays
         for i, span in enumerate(spans):
             assert (span["pid"], span["tid"]) == (device[0]["pid"], device[0]["tid"])
-            assert ops[span["args"]["External id"]]["name"] == f"replay {i}"
+            # Not linked (its time is its commands'): its args name the
+            # launcher's id.
+            assert ops[span["args"]["launcher External id"]]["name"] == f"replay {i}"
             for e in device[i * len(expected):(i + 1) * len(expected)]:
                 assert span["ts"] - 1e-3 <= e["ts"]
                 assert e["ts"] + e["dur"] <= span["ts"] + span["dur"] + 1e-3
         launches = [e for e in events
                     if e.get("ph") == "X" and e.get("cat") == "privateuse1_runtime"]
         assert [e["name"] for e in launches] == ["maiaGraphLaunch"] * (replays * (len(expected) + 1))
+        # Device time per operator counts each replayed command once.
+        (annotation,) = [a for a in prof.key_averages() if a.key == "replay 0"]
+        per_replay = [sum(e["dur"] for e in device[i * len(expected):(i + 1) * len(expected)])
+                      for i in range(replays)]
+        assert annotation.self_device_time_total == pytest.approx(per_replay[0], rel=1e-3)
 
     def test_backward_kernels_link_to_the_autograd_thread_ops(self, tmp_path):
         w = torch.randn(128, 128, device="maia", requires_grad=True)

@@ -165,8 +165,18 @@ void MaiaKinetoSession::processTrace(libkineto::ActivityLogger& logger,
     // enqueueing thread had pushed. torch turns it into the event's
     // linked_correlation_id (key_averages() adds the device time to that
     // operator) and Kineto writes it as "External id" in the trace.
-    if (get_linked_activity && record.correlation_id != 0)
-      activity.linked = get_linked_activity(static_cast<int32_t>(record.correlation_id));
+    const libkineto::ITraceActivity* launcher =
+        get_linked_activity && record.correlation_id != 0
+            ? get_linked_activity(static_cast<int32_t>(record.correlation_id))
+            : nullptr;
+    // A replay's span is not linked: torch would add its time to the
+    // launching operator's device time on top of its commands' own. It
+    // names the launcher's id in its args instead.
+    if (record.kind == maiaActivityGraph) {
+      activity.addMetadata("launcher External id", record.correlation_id);
+    } else {
+      activity.linked = launcher;
+    }
     activity.addMetadata("device", record.device);
     activity.addMetadata("stream", record.stream_id);
     activity.addMetadata("correlation", activity.id);
@@ -188,7 +198,7 @@ void MaiaKinetoSession::processTrace(libkineto::ActivityLogger& logger,
     enqueue.device = static_cast<int32_t>(getpid());
     enqueue.resource = static_cast<int32_t>(record.host_thread);
     enqueue.threadId = static_cast<int32_t>(record.host_thread);
-    enqueue.linked = activity.linked;
+    enqueue.linked = launcher;
     enqueue.flow.id = static_cast<uint32_t>(activity.id);
     enqueue.flow.type = libkineto::kLinkAsyncCpuGpu;
     enqueue.flow.start = 1;
