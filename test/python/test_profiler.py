@@ -200,6 +200,63 @@ class TestKinetoTrace:
         for e in compiled:
             assert "CompiledFxGraph" in launcher_of(e, ops)
 
+    def test_graph_replay_kernels_are_on_the_device_track_linked_to_the_replaying_op(
+            self, tmp_path):
+        x = torch.randn(128, 128, device="maia")
+
+        def step():
+            return ((x @ x + x).relu() * 3).sum(dim=0)
+
+        # What one step runs, from an eager profile: the replay must show the
+        # same commands, in the same order, once per replay.
+        eager = chrome_trace(profile_device(step), tmp_path)
+        expected = [e["name"] for e in sorted(device_events(eager), key=lambda e: e["ts"])]
+        assert "gemm_f32" in expected
+        graph = torch.maia.MaiaGraph()
+        with torch.maia.graph(graph):
+            out = step()
+        replays = 3
+
+        def work():
+            for i in range(replays):
+                with torch.profiler.record_function(f"replay {i}"):
+                    graph.replay()
+
+        prof = profile_device(work)
+        events = chrome_trace(prof, tmp_path)
+        torch.testing.assert_close(out.cpu(), step().cpu())
+        ops = launching_ops(events)
+        device = sorted(device_events(events), key=lambda e: e["ts"])
+        assert [e["name"] for e in device] == expected * replays
+        assert len({(e["pid"], e["tid"]) for e in device}) == 1, "one stream: the replaying one"
+        assert device[0]["pid"] == 0
+        for i in range(replays):
+            chunk = device[i * len(expected):(i + 1) * len(expected)]
+            assert {launcher_of(e, ops) for e in chunk} == {f"replay {i}"}
+            for before, after in zip(chunk, chunk[1:]):
+                assert after["ts"] >= before["ts"] + before["dur"] - 1e-3
+        # The replay itself: an annotation slice on the same track around
+        # its commands, and one maiaGraphLaunch enqueue per command.
+        spans = sorted((e for e in events if e.get("ph") == "X" and e["name"] == "Graph launch"),
+                       key=lambda e: e["ts"])
+        assert len(spans) == replays
+        for i, span in enumerate(spans):
+            assert (span["pid"], span["tid"]) == (device[0]["pid"], device[0]["tid"])
+            # Not linked (its time is its commands'): its args name the
+            # launcher's id.
+            assert ops[span["args"]["launcher External id"]]["name"] == f"replay {i}"
+            for e in device[i * len(expected):(i + 1) * len(expected)]:
+                assert span["ts"] - 1e-3 <= e["ts"]
+                assert e["ts"] + e["dur"] <= span["ts"] + span["dur"] + 1e-3
+        launches = [e for e in events
+                    if e.get("ph") == "X" and e.get("cat") == "privateuse1_runtime"]
+        assert [e["name"] for e in launches] == ["maiaGraphLaunch"] * (replays * (len(expected) + 1))
+        # Device time per operator counts each replayed command once.
+        (annotation,) = [a for a in prof.key_averages() if a.key == "replay 0"]
+        per_replay = [sum(e["dur"] for e in device[i * len(expected):(i + 1) * len(expected)])
+                      for i in range(replays)]
+        assert annotation.self_device_time_total == pytest.approx(per_replay[0], rel=1e-3)
+
     def test_backward_kernels_link_to_the_autograd_thread_ops(self, tmp_path):
         w = torch.randn(128, 128, device="maia", requires_grad=True)
         x = torch.randn(64, 128, device="maia")

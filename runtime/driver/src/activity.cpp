@@ -134,6 +134,7 @@ const char* activityKindName(maiaActivityKind kind) {
     case maiaActivityMemset: return "Memset";
     case maiaActivityHostFunction: return "Host function";
     case maiaActivityEventRecord: return "Event record";
+    case maiaActivityGraph: return "Graph launch";
   }
   return "Unknown";
 }
@@ -155,6 +156,41 @@ void beginActivity(Command& cmd, int device, uint64_t stream_id) {
              stream_id, cmd.activityBytes());
   activity->record.enqueue_ns = activityClockNs();
   cmd.setActivity(activity);
+  cmd.beginNestedActivities(device, stream_id, activity->record.enqueue_ns);
+}
+
+std::unique_ptr<ReplayActivities> beginReplayActivities(size_t count, int device,
+                                                        uint64_t stream_id, int64_t enqueue_ns) {
+  auto replay = std::make_unique<ReplayActivities>();
+  fillCommon(&replay->common, maiaActivityKernel, nullptr, device, stream_id, 0);
+  replay->common.enqueue_ns = enqueue_ns;
+  replay->nodes = std::make_unique<ReplayActivities::Node[]>(count);
+  replay->count = count;
+  return replay;
+}
+
+void publishReplayActivities(const ReplayActivities& replay) {
+  RecordBuffer& b = buffer();
+  std::lock_guard<std::mutex> lock(b.mutex);
+  for (size_t j = 0; j < replay.count; ++j) {
+    const ReplayActivities::Node& node = replay.nodes[j];
+    if (node.chunks_left.load(std::memory_order_acquire) != 0) continue;
+    const int kind = node.command != nullptr ? node.command->activityKind()
+                                             : maiaActivityEventRecord;
+    if (kind == 0) continue;
+    if (b.records.size() >= b.max_records) {
+      ++b.dropped;
+      continue;
+    }
+    maiaActivityRecord& record = b.records.emplace_back(replay.common);
+    record.kind = static_cast<maiaActivityKind>(kind);
+    const char* name = node.command != nullptr ? node.command->activityName() : nullptr;
+    copyName(record.name, name != nullptr ? name : activityKindName(record.kind));
+    record.bytes = node.command != nullptr ? node.command->activityBytes() : 0;
+    const int64_t start = node.start_ns.load(std::memory_order_relaxed);
+    record.start_ns = start != 0 ? start : node.end_ns;
+    record.end_ns = node.end_ns;
+  }
 }
 
 void activityChunkStarted(Activity* activity) {

@@ -46,6 +46,14 @@ class Command {
   virtual const char* activityName() const { return nullptr; }
   /// Bytes a copy or fill writes.
   virtual uint64_t activityBytes() const { return 0; }
+  /// Called at enqueue while a profiler is active, after this command's
+  /// own record was attached: a command that runs others (a graph replay)
+  /// attaches theirs, attributed to the same stream and enqueue.
+  virtual void beginNestedActivities(int /*device*/, uint64_t /*stream_id*/,
+                                     int64_t /*enqueue_ns*/) {}
+  /// Called when the command completes, before its own record is ended
+  /// (only if it has one): publishes what beginNestedActivities attached.
+  virtual void endNestedActivities() {}
 
   /// The profiler record being filled in, or null: set at enqueue only
   /// while a profiler is active (activity.h).

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <thread>
 
+#include "activity.h"
 #include "device.h"
 #include "graph_capture.h"
 #include "handle_registry.h"
@@ -106,6 +107,29 @@ class GraphReplayCommand final : public Command, public PooledAllocation<GraphRe
                      std::vector<std::shared_ptr<EventRecord>> records)
       : Command(plan->total_chunks), plan_(std::move(plan)), records_(std::move(records)) {}
 
+  int activityKind() const override { return maiaActivityGraph; }
+
+  /// While profiling, every replayed command gets its own record, as the
+  /// same command enqueued alone would; with no profiler this never runs
+  /// and runChunk only tests activities_ (no atomic, no allocation). The
+  /// records are built and published together when the replay completes,
+  /// so the path from one command to the next only reads the clock, and
+  /// the enqueue makes one allocation, not one per command.
+  void beginNestedActivities(int device, uint64_t stream_id, int64_t enqueue_ns) override {
+    const auto& nodes = plan_->body->nodes;
+    if (nodes.empty()) return;
+    activities_ = beginReplayActivities(nodes.size(), device, stream_id, enqueue_ns);
+    for (size_t j = 0; j < nodes.size(); ++j) {
+      activities_->nodes[j].command = nodes[j].command.get();
+      activities_->nodes[j].chunks_left.store(std::max<int64_t>(1, nodes[j].chunks),
+                                              std::memory_order_relaxed);
+    }
+  }
+
+  void endNestedActivities() override {
+    if (activities_) publishReplayActivities(*activities_);
+  }
+
   void runChunk(int64_t index) override {
     const ExecPlan& plan = *plan_;
     const auto& nodes = plan.body->nodes;
@@ -116,6 +140,9 @@ class GraphReplayCommand final : public Command, public PooledAllocation<GraphRe
     const int64_t first = plan.first_chunk[j];
     if (!waitForChunks(first)) return;  // the device faulted: skip the rest
     const GraphNode& node = nodes[j];
+    ReplayActivities* activities = activities_.get();
+    if (activities != nullptr) [[unlikely]]
+      replayChunkStarted(*activities, j);
     t_running_node = &node;
     if (node.command) {
       node.command->runChunk(index - first);
@@ -123,6 +150,10 @@ class GraphReplayCommand final : public Command, public PooledAllocation<GraphRe
       completeRecord(*records_[plan.record_slot[j]]);
     }
     t_running_node = nullptr;
+    // Ended before the command's chunks count as done: the next command
+    // starts only then, so a replay's records never overlap.
+    if (activities != nullptr) [[unlikely]]
+      replayChunkDone(*activities, j);
     done_chunks_.fetch_add(1, std::memory_order_acq_rel);
   }
 
@@ -169,6 +200,7 @@ class GraphReplayCommand final : public Command, public PooledAllocation<GraphRe
   std::shared_ptr<const ExecPlan> plan_;
   std::vector<std::shared_ptr<EventRecord>> records_;  // this replay's, by record slot
   std::atomic<int64_t> done_chunks_{0};
+  std::unique_ptr<ReplayActivities> activities_;  // null unless profiled
 };
 
 }  // namespace

@@ -142,6 +142,7 @@ void Scheduler::completeHead(Stream* stream, Command* command) {
   // destroy the stream at once. Nothing touches the stream after this.
   if (Activity* activity = command->activity()) [[unlikely]] {
     command->setActivity(nullptr);
+    command->endNestedActivities();
     endActivity(activity);  // before the pop: a waiting host may flush at once
   }
   const bool parallel_next = stream->commands.popHead();

@@ -6,7 +6,10 @@
  * maiaProfilerStop), every command queued on any stream (kernel launch,
  * copy, memset/fill, host function, event record) produces one
  * maiaActivityRecord when it completes, with device-side start and end
- * times taken on the core that ran it. With no profiler active nothing is
+ * times taken on the core that ran it. A graph replay (maiaGraphLaunch)
+ * produces one maiaActivityGraph record for the replay and one record per
+ * command it runs, all on the stream it was launched on and carrying the
+ * correlation id active when maiaGraphLaunch was called. With no profiler active nothing is
  * recorded and enqueueing costs one relaxed atomic load more than without
  * this API.
  *
@@ -40,6 +43,8 @@ typedef enum maiaActivityKind {
   maiaActivityMemset = 6,       /* maiaMemset*, maiaMemsetPatternAsync */
   maiaActivityHostFunction = 7, /* maiaLaunchHostFunc */
   maiaActivityEventRecord = 8,  /* maiaEventRecord */
+  maiaActivityGraph = 9,        /* maiaGraphLaunch: the whole replay, first
+                                   command's start to last command's end */
 } maiaActivityKind;
 
 /** Longest name kept, terminator included; longer kernel names are cut. */

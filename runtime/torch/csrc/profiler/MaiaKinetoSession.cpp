@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <set>
 #include <string>
+#include <tuple>
 
 namespace torch_maia::profiler {
 namespace {
@@ -23,6 +25,9 @@ libkineto::ActivityType kinetoType(maiaActivityKind kind) {
     case maiaActivityMemcpyHtoH: return libkineto::ActivityType::GPU_MEMCPY;
     case maiaActivityMemset: return libkineto::ActivityType::GPU_MEMSET;
     case maiaActivityEventRecord: return libkineto::ActivityType::CUDA_SYNC;
+    // The replay's span on the stream, around its commands' own records:
+    // an annotation, so its time is not counted again as device time.
+    case maiaActivityGraph: return libkineto::ActivityType::GPU_USER_ANNOTATION;
     case maiaActivityKernel:
     case maiaActivityHostFunction: break;
   }
@@ -59,6 +64,7 @@ const char* enqueueCallName(maiaActivityKind kind) {
     case maiaActivityMemset: return "maiaMemset";
     case maiaActivityHostFunction: return "maiaLaunchHostFunc";
     case maiaActivityEventRecord: return "maiaEventRecord";
+    case maiaActivityGraph: return "maiaGraphLaunch";
   }
   return "maia";
 }
@@ -123,6 +129,10 @@ void MaiaKinetoSession::pushCorrelationId(uint64_t id) { maiaProfilerPushCorrela
 
 void MaiaKinetoSession::popCorrelationId() { maiaProfilerPopCorrelationId(nullptr); }
 
+void MaiaKinetoSession::pushUserCorrelationId(uint64_t id) { maiaProfilerPushCorrelationId(id); }
+
+void MaiaKinetoSession::popUserCorrelationId() { maiaProfilerPopCorrelationId(nullptr); }
+
 void MaiaKinetoSession::processTrace(libkineto::ActivityLogger& logger) {
   processTrace(logger, nullptr, 0, 0);
 }
@@ -135,6 +145,12 @@ void MaiaKinetoSession::processTrace(libkineto::ActivityLogger& logger,
   buffer_ = std::make_unique<libkineto::CpuTraceBuffer>();
   buffer_->span = libkineto::TraceSpan(0, 0, "maia");
   buffer_->gpuOpCount = static_cast<int>(records_.size());
+  // A graph replay's commands share its enqueue (device, stream, time):
+  // their host-side slice is the maiaGraphLaunch that queued them.
+  std::set<std::tuple<int, uint64_t, int64_t>> replays;
+  for (const maiaActivityRecord& record : records_)
+    if (record.kind == maiaActivityGraph)
+      replays.emplace(record.device, record.stream_id, record.enqueue_ns);
   int32_t next_id = 1;
   for (const maiaActivityRecord& record : records_) {
     buffer_->emplace_activity(buffer_->span, kinetoType(record.kind), std::string(record.name));
@@ -149,8 +165,18 @@ void MaiaKinetoSession::processTrace(libkineto::ActivityLogger& logger,
     // enqueueing thread had pushed. torch turns it into the event's
     // linked_correlation_id (key_averages() adds the device time to that
     // operator) and Kineto writes it as "External id" in the trace.
-    if (get_linked_activity && record.correlation_id != 0)
-      activity.linked = get_linked_activity(static_cast<int32_t>(record.correlation_id));
+    const libkineto::ITraceActivity* launcher =
+        get_linked_activity && record.correlation_id != 0
+            ? get_linked_activity(static_cast<int32_t>(record.correlation_id))
+            : nullptr;
+    // A replay's span is not linked: torch would add its time to the
+    // launching operator's device time on top of its commands' own. It
+    // names the launcher's id in its args instead.
+    if (record.kind == maiaActivityGraph) {
+      activity.addMetadata("launcher External id", record.correlation_id);
+    } else {
+      activity.linked = launcher;
+    }
     activity.addMetadata("device", record.device);
     activity.addMetadata("stream", record.stream_id);
     activity.addMetadata("correlation", activity.id);
@@ -162,15 +188,17 @@ void MaiaKinetoSession::processTrace(libkineto::ActivityLogger& logger,
     // device slice (the arrow CUDA traces draw from cudaLaunchKernel). The
     // driver stamps only the moment the command was queued, so the slice
     // has no length.
+    const bool replayed =
+        replays.count(std::make_tuple(record.device, record.stream_id, record.enqueue_ns)) != 0;
     buffer_->emplace_activity(buffer_->span, libkineto::ActivityType::PRIVATEUSE1_RUNTIME,
-                              enqueueCallName(record.kind));
+                              replayed ? "maiaGraphLaunch" : enqueueCallName(record.kind));
     libkineto::GenericTraceActivity& enqueue = *buffer_->activities.back();
     enqueue.startTime = enqueue.endTime = record.enqueue_ns + clock_offset_ns_;
     enqueue.id = activity.id;
     enqueue.device = static_cast<int32_t>(getpid());
     enqueue.resource = static_cast<int32_t>(record.host_thread);
     enqueue.threadId = static_cast<int32_t>(record.host_thread);
-    enqueue.linked = activity.linked;
+    enqueue.linked = launcher;
     enqueue.flow.id = static_cast<uint32_t>(activity.id);
     enqueue.flow.type = libkineto::kLinkAsyncCpuGpu;
     enqueue.flow.start = 1;

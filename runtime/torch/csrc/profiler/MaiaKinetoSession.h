@@ -40,6 +40,12 @@ class MaiaKinetoSession final : public libkineto::IActivityProfilerSession {
   /// the correlation id of the operator's own CPU activity.
   void pushCorrelationId(uint64_t id) override;
   void popCorrelationId() override;
+  /// The same for user annotations (record_function in Python): work a
+  /// thread enqueues directly inside one, not inside an operator (a graph
+  /// replay's commands), links to the annotation. Scopes nest, so one
+  /// stack serves both: the innermost scope is the one that enqueued.
+  void pushUserCorrelationId(uint64_t id) override;
+  void popUserCorrelationId() override;
 
  private:
   /// Drains the driver's records into records_.
