@@ -140,6 +140,35 @@ def train_fsdp2(rank, world):
         torch.testing.assert_close(p.full_tensor().detach().cpu(), e, rtol=1e-4, atol=1e-5)
 
 
+def train_fsdp2_mixed_precision(rank, world):
+    """bfloat16 compute, float32 gradient reduction and master weights: the
+    policy FSDP2 users pick with autocast-era hardware."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+
+    d = torch.device("maia", rank)
+    model = make_model().to(d)
+    policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for layer in model.net:
+        if isinstance(layer, nn.Linear):
+            fully_shard(layer, mp_policy=policy)
+    fully_shard(model, mp_policy=policy)
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(STEPS):
+        x, y = batch(step)
+        shard = slice(rank * BATCH // world, (rank + 1) * BATCH // world)
+        out = model(x[shard].to(d))
+        assert out.dtype == torch.bfloat16  # the forward ran in the policy's dtype
+        nn.functional.mse_loss(out.float(), y[shard].to(d)).backward()
+        for p in model.parameters():
+            assert p.dtype == torch.float32 and p.grad.dtype == torch.float32
+        opt.step()
+        opt.zero_grad()
+    expected = train_reference(False, 1)
+    for p, e in zip(model.parameters(), expected):
+        # bfloat16 forward and backward: 8 bits of mantissa per step.
+        torch.testing.assert_close(p.full_tensor().detach().cpu(), e, rtol=2e-2, atol=2e-2)
+
+
 class TestDDP:
     def test_matches_single_process_training(self, world2):
         world2.run(train_ddp, {})
@@ -173,3 +202,6 @@ class TestDDP:
 class TestFSDP2:
     def test_fully_shard_matches_single_process_training(self, world2):
         world2.run(train_fsdp2)
+
+    def test_mixed_precision_policy_bfloat16_compute(self, world2):
+        world2.run(train_fsdp2_mixed_precision)
