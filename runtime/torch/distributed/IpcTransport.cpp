@@ -170,9 +170,7 @@ void IpcTransport::allreduce(Launch& launch, const at::Tensor& buffer, ReduceOp:
   const int64_t piece = slotElements(dtype);
   const bool direct = static_cast<int64_t>(buffer.nbytes()) <= kDirectBytes;
   const std::string what = describe("allreduce", n, dtype, op);
-  for (int64_t begin = 0; begin < n; begin += piece) {
-    const int64_t m = std::min(piece, n - begin);
-    const int slot = nextSlot();
+  forEachPiece(n, piece, [&](int64_t begin, int64_t m, int slot) {
     at::Tensor mine = buffer.narrow(0, begin, m);
     if (direct) {
       copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
@@ -180,7 +178,7 @@ void IpcTransport::allreduce(Launch& launch, const at::Tensor& buffer, ReduceOp:
       std::vector<at::Tensor> sources;
       for (int p = 0; p < size_; ++p) sources.push_back(slotView(p, slot, 0, m, dtype));
       combine(mine, sources, op);
-      continue;
+      return;
     }
     // Reduce-scatter: publish the chunks the peers reduce, reduce chunk rank_.
     for (int q = 0; q < size_; ++q) {
@@ -206,22 +204,19 @@ void IpcTransport::allreduce(Launch& launch, const at::Tensor& buffer, ReduceOp:
       auto [qlo, qhi] = chunkOf(m, size_, q);
       copy(launch, mine.narrow(0, qlo, qhi - qlo), slotView(q, slot, qlo, qhi - qlo, dtype));
     }
-  }
+  });
 }
 
 void IpcTransport::broadcast(Launch& launch, const at::Tensor& buffer, int root) {
   const int64_t n = buffer.numel();
   if (n == 0) return;
   const auto dtype = buffer.scalar_type();
-  const int64_t piece = slotElements(dtype);
-  for (int64_t begin = 0; begin < n; begin += piece) {
-    const int64_t m = std::min(piece, n - begin);
-    const int slot = nextSlot();
+  forEachPiece(n, slotElements(dtype), [&](int64_t begin, int64_t m, int slot) {
     at::Tensor mine = buffer.narrow(0, begin, m);
     if (rank_ == root) copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
     sync(launch, c10::str("broadcast of ", n, " ", dtype, " from ", root));
     if (rank_ != root) copy(launch, mine, slotView(root, slot, 0, m, dtype));
-  }
+  });
 }
 
 void IpcTransport::reduce(Launch& launch, const at::Tensor& buffer, int root,
@@ -229,14 +224,11 @@ void IpcTransport::reduce(Launch& launch, const at::Tensor& buffer, int root,
   const int64_t n = buffer.numel();
   if (n == 0) return;
   const auto dtype = buffer.scalar_type();
-  const int64_t piece = slotElements(dtype);
-  for (int64_t begin = 0; begin < n; begin += piece) {
-    const int64_t m = std::min(piece, n - begin);
-    const int slot = nextSlot();
+  forEachPiece(n, slotElements(dtype), [&](int64_t begin, int64_t m, int slot) {
     at::Tensor mine = buffer.narrow(0, begin, m);
     if (rank_ != root) copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
     sync(launch, describe("reduce", n, dtype, op) + c10::str(" to ", root));
-    if (rank_ != root) continue;
+    if (rank_ != root) return;
     std::vector<at::Tensor> sources;
     for (int p = 0; p < size_; ++p)
       sources.push_back(p == rank_ ? mine : slotView(p, slot, 0, m, dtype));
@@ -249,17 +241,14 @@ void IpcTransport::reduce(Launch& launch, const at::Tensor& buffer, int root,
       sources[root] = own;
     }
     combine(mine, sources, op);
-  }
+  });
 }
 
 void IpcTransport::allgather(Launch& launch, const at::Tensor& input, const at::Tensor& output) {
   const int64_t n = input.numel();
   if (n == 0) return;
   const auto dtype = input.scalar_type();
-  const int64_t piece = slotElements(dtype);
-  for (int64_t begin = 0; begin < n; begin += piece) {
-    const int64_t m = std::min(piece, n - begin);
-    const int slot = nextSlot();
+  forEachPiece(n, slotElements(dtype), [&](int64_t begin, int64_t m, int slot) {
     at::Tensor mine = input.narrow(0, begin, m);
     copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
     copy(launch, output.narrow(0, rank_ * n + begin, m), mine);
@@ -267,7 +256,7 @@ void IpcTransport::allgather(Launch& launch, const at::Tensor& input, const at::
     for (int p = 0; p < size_; ++p)
       if (p != rank_)
         copy(launch, output.narrow(0, p * n + begin, m), slotView(p, slot, 0, m, dtype));
-  }
+  });
 }
 
 void IpcTransport::reduceScatter(Launch& launch, const at::Tensor& input, const at::Tensor& output,
@@ -277,9 +266,7 @@ void IpcTransport::reduceScatter(Launch& launch, const at::Tensor& input, const 
   const auto dtype = output.scalar_type();
   // A piece covers e elements of every rank's chunk: the slot holds size blocks.
   const int64_t e = slotElements(dtype) / size_;
-  for (int64_t begin = 0; begin < n; begin += e) {
-    const int64_t m = std::min(e, n - begin);
-    const int slot = nextSlot();
+  forEachPiece(n, e, [&](int64_t begin, int64_t m, int slot) {
     for (int q = 0; q < size_; ++q)
       if (q != rank_)
         copy(launch, slotView(rank_, slot, q * e, m, dtype), input.narrow(0, q * n + begin, m));
@@ -295,7 +282,7 @@ void IpcTransport::reduceScatter(Launch& launch, const at::Tensor& input, const 
     for (int p = 0; p < size_; ++p)
       sources.push_back(p == rank_ ? own : slotView(p, slot, rank_ * e, m, dtype));
     combine(output.narrow(0, begin, m), sources, op);
-  }
+  });
 }
 
 }  // namespace torch_maia::distributed

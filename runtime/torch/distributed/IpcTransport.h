@@ -22,6 +22,8 @@
 // to the Gloo transport (fallback), in the same launch.
 #pragma once
 
+#include <algorithm>
+
 #include "GlooTransport.h"
 #include "IpcControl.h"
 
@@ -87,6 +89,13 @@ class IpcTransport final : public Transport {
   void sync(Launch& launch, const std::string& step);
   /// The slot a piece uses (alternating).
   int nextSlot() { return static_cast<int>(slot_turn_++ & 1); }
+  /// Splits n elements into pieces of at most piece elements, each moved
+  /// through the next slot: calls fn(begin, count, slot) per piece.
+  template <class Fn>
+  void forEachPiece(int64_t n, int64_t piece, Fn&& fn) {
+    for (int64_t begin = 0; begin < n; begin += piece)
+      fn(begin, std::min(piece, n - begin), nextSlot());
+  }
   /// numel elements of dtype at element offset in rank's slot.
   at::Tensor slotView(int rank, int slot, int64_t offset, int64_t numel,
                       at::ScalarType dtype) const;
