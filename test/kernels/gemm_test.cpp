@@ -208,7 +208,7 @@ void GemmTest::check(const Case& c) {
                            maiaKernelArgFloat(maiaDtypeF32, c.beta)};
   int64_t grid[3];
   if (c.grid.empty()) {
-    maia_gemm_grid(c.m, c.n, c.batch, prop_.core_count, grid);
+    maia_gemm_grid(c.m, c.n, c.k, c.batch, prop_.core_count, grid);
   } else {
     for (int d = 0; d < 3; ++d) grid[d] = c.grid[d];
   }
@@ -270,6 +270,29 @@ TEST_P(GemmTest, TransposedAndStridedOutput) {
     check(Case{.m = 45, .n = 70, .k = 19, .lc = lc, .beta = 0.5f});
   check(Case{.m = 45, .n = 70, .k = 300, .la = Layout::ColMajor, .lb = Layout::ColMajor,
              .lc = Layout::ColMajor});
+}
+
+// Products with at most 4 rows or columns (small_m.h): every row count of
+// the small loops, both loops (B read along K or along N), K with and
+// without a vector tail, N with and without whole column blocks, A and C in
+// every layout, and the transposed orientation (few columns).
+TEST_P(GemmTest, FewRowsOrColumns) {
+  const Layout layouts[] = {Layout::RowMajor, Layout::ColMajor, Layout::Padded, Layout::Strided};
+  for (int64_t m : {1, 2, 3, 4})
+    for (Layout lb : {Layout::ColMajor, Layout::RowMajor, Layout::Strided})
+      for (int64_t k : {1, 16, 37, 256})
+        for (int64_t n : {1, 9, 64, 131})
+          check(Case{.m = m, .n = n, .k = k, .lb = lb});
+  for (Layout la : layouts)
+    for (Layout lc : layouts)
+      for (Layout lb : {Layout::ColMajor, Layout::RowMajor}) {
+        check(Case{.m = 3, .n = 70, .k = 45, .la = la, .lb = lb, .lc = lc, .beta = 0.5f});
+        check(Case{.m = 70, .n = 2, .k = 45, .la = la, .lb = lb, .lc = lc, .alpha = 2.0f});
+      }
+  check(Case{.m = 1, .n = 96, .k = 40, .lb = Layout::ColMajor, .nan_c = true});
+  check(Case{.m = 1, .n = 96, .k = 40, .lb = Layout::RowMajor, .nan_c = true});
+  check(Case{.batch = 3, .m = 2, .n = 300, .k = 33, .lb = Layout::ColMajor, .bb = Batch::Size1});
+  check(Case{.m = 1, .n = 4096, .k = 512, .lb = Layout::ColMajor, .grid = {1, 2, 1}});
 }
 
 TEST_P(GemmTest, AlphaBeta) {
@@ -389,29 +412,38 @@ INSTANTIATE_TEST_SUITE_P(Isa, GemmTest, ::testing::Values("v4", "v3"), isaName);
 
 TEST(GemmGrid, TinyProblemsStayOnOneCore) {
   int64_t g[3];
-  maia_gemm_grid(16, 16, 1, 2, g);
+  maia_gemm_grid(16, 16, 16, 1, 2, g);
   EXPECT_EQ(g[0] * g[1] * g[2], 1);
+  maia_gemm_grid(128, 128, 8, 1, 2, g);  // a short K is little work too
+  EXPECT_EQ(g[0] * g[1] * g[2], 1);
+}
+
+TEST(GemmGrid, ALinearLayerAtBatchOneSplitsItsColumns) {
+  int64_t g[3];
+  maia_gemm_grid(1, 1024, 1024, 1, 2, g);
+  EXPECT_EQ(g[1], 2);
+  EXPECT_EQ(g[0] * g[2], 1);
 }
 
 TEST(GemmGrid, OneLargeMatrixSplitsAlongItsLongerSide) {
   int64_t g[3];
-  maia_gemm_grid(4096, 4096, 1, 2, g);
+  maia_gemm_grid(4096, 4096, 4096, 1, 2, g);
   EXPECT_EQ(g[0], 2);
   EXPECT_EQ(g[1] * g[2], 1);
-  maia_gemm_grid(64, 8192, 1, 2, g);
+  maia_gemm_grid(64, 8192, 64, 1, 2, g);
   EXPECT_EQ(g[1], 2);
   EXPECT_EQ(g[0] * g[2], 1);
 }
 
 TEST(GemmGrid, BatchesBalanceTheCores) {
   int64_t g[3];
-  maia_gemm_grid(256, 256, 4, 2, g);  // whole matrices suffice
+  maia_gemm_grid(256, 256, 256, 4, 2, g);  // whole matrices suffice
   EXPECT_EQ(g[0] * g[1], 1);
   EXPECT_EQ(g[2], 4);
-  maia_gemm_grid(256, 256, 3, 2, g);  // 3 matrices: split each in two
+  maia_gemm_grid(256, 256, 256, 3, 2, g);  // 3 matrices: split each in two
   EXPECT_EQ(g[0] * g[1], 2);
   EXPECT_EQ(g[2], 3);
-  maia_gemm_grid(256, 256, 3, 1, g);  // one core: no split
+  maia_gemm_grid(256, 256, 256, 3, 1, g);  // one core: no split
   EXPECT_EQ(g[0] * g[1], 1);
 }
 

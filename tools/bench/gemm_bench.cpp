@@ -136,7 +136,7 @@ Result benchSize(maiaKernel_t kernel, const Dtype& dtype, int cores, int64_t n, 
                            matrixArg(dc, dtype, n, n), maiaKernelArgFloat(maiaDtypeF32, 1.0),
                            maiaKernelArgFloat(maiaDtypeF32, 0.0)};
   Result r;
-  maia_gemm_grid(n, n, 1, cores, r.grid);
+  maia_gemm_grid(n, n, n, 1, cores, r.grid);
   maiaStream_t stream;
   check(maiaStreamCreate(&stream, 0), "maiaStreamCreate");
   // One warm-up launch: first touch of the packing scratch, caches.

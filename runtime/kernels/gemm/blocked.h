@@ -165,27 +165,4 @@ void runBlocked(const Problem<T>& p, Scratch& s) {
   }
 }
 
-/// Runs one GEMM, as C = A @ B or as C^T = B^T @ A^T: the transposed form
-/// makes the stores of a column-major C contiguous, and it pads less when C
-/// is tall and narrow (a matrix-vector product pads N to kNR = 32 columns
-/// but M only to kMR rows).
-template <typename T>
-void gemm(Problem<T> p) {
-  if (p.m == 0 || p.n == 0) return;
-  if (p.k == 0 || p.alpha == 0.0f) return scaleC(p);
-  auto padded = [](int64_t rows, int64_t cols) { return roundUp(rows, kMR) * roundUp(cols, kNR); };
-  bool transpose = p.csc != 1 && p.rsc == 1;
-  int64_t as_is = padded(p.m, p.n), transposed = padded(p.n, p.m);
-  if ((transpose ? as_is : transposed) * 4 < (transpose ? transposed : as_is) * 3)
-    transpose = !transpose;
-  if (transpose) {
-    std::swap(p.m, p.n);
-    std::swap(p.rsc, p.csc);
-    View<T> at{p.a.data, p.a.cs, p.a.rs};
-    p.a = View<T>{p.b.data, p.b.cs, p.b.rs};
-    p.b = at;
-  }
-  runBlocked(p, threadScratch());
-}
-
 }  // namespace maia_gemm

@@ -27,8 +27,8 @@
 
 #include <cstdint>
 
-#include "blocked.h"
 #include "element.h"
+#include "gemm.h"
 
 namespace maia_gemm {
 namespace {

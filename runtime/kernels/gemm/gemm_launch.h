@@ -19,14 +19,16 @@
 
 /// Writes into grid the launch grid for a [batch x] M x N x K GEMM on
 /// `cores` device cores (maiaDeviceProp::core_count). M, N, batch >= 1.
-inline void maia_gemm_grid(int64_t M, int64_t N, int64_t batch, int cores, int64_t grid[3]) {
+inline void maia_gemm_grid(int64_t M, int64_t N, int64_t K, int64_t batch, int cores,
+                           int64_t grid[3]) {
   grid[0] = 1;
   grid[1] = 1;
   grid[2] = batch < 1 ? 1 : batch;
   if (cores <= 1) return;
-  // Tiny problems: handing work to a second core costs more (~1 us) than
-  // it saves.
-  if (M * N * grid[2] < 64 * 64) return;
+  // Tiny problems (a few us of FMAs): handing work to a second core costs
+  // more (~1 us) than it saves. K counts: a linear layer at batch 1 is
+  // 1 x N, yet reads an N x K weight.
+  if (M * N * (K < 1 ? 1 : K) * grid[2] < 64 * 64 * 64) return;
   // Enough whole matrices to balance the cores: split the batch only.
   if (grid[2] % cores == 0 || grid[2] >= 8 * cores) return;
   // Otherwise split every matrix into `cores` blocks along its longer side

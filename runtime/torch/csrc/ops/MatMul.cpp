@@ -205,7 +205,7 @@ void gemm(const Tensor& a, const Tensor& m, const Tensor& out, double alpha, dou
   maiaKernelArg args[5] = {memrefOf(a, 3), memrefOf(m, 3), memrefOf(out, 3), floatScalar(alpha),
                            floatScalar(beta)};
   int64_t grid[3];
-  maia_gemm_grid(rows, cols, batch, deviceCores(), grid);
+  maia_gemm_grid(rows, cols, a.size(-1), batch, deviceCores(), grid);
   MAIA_CHECK(maiaLaunchKernel(gemmKernel(out.scalar_type()), grid, args, 5,
                               currentDriverStream(out.device().index())));
 }
