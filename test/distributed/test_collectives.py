@@ -383,6 +383,17 @@ def check_groups(rank, world):
     outs = [torch.zeros(2, device=d) for _ in mine]
     dist.all_gather(outs, torch.full((2,), float(rank), device=d), group=split)
     assert [o.cpu()[0].item() for o in outs] == [float(r) for r in mine]
+    # A split of the split: split_ranks are group ranks in the parent (torch
+    # sorts each list), which the child maps to global ranks.
+    nested = dist.split_group(parent_pg=split, split_ranks=[list(range(len(mine)))[::-1]])
+    assert dist.get_process_group_ranks(nested) == mine
+    assert dist.get_rank(nested) == mine.index(rank)
+    outs = [torch.zeros(1, device=d) for _ in mine]
+    dist.all_gather(outs, torch.full((1,), float(rank), device=d), group=nested)
+    assert [o.item() for o in outs] == [float(r) for r in mine]
+    t = torch.full((2,), float(rank + 1), device=d)
+    dist.all_reduce(t, op=dist.ReduceOp.PRODUCT, group=nested)
+    assert t.cpu().tolist() == [float(torch.tensor(mine).add(1).prod())] * 2
     # A subgroup of the odd ranks.
     odd = [r for r in range(world) if r % 2 == 1]
     group = dist.new_group(odd)

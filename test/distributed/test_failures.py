@@ -1,7 +1,7 @@
-"""A peer that dies or never joins a collective makes the others fail within
-the process group's timeout, with an error naming the collective and its
-sequence number: never a hang. Each case has its own world (the group is
-broken afterwards)."""
+"""A peer that dies, never joins a collective, or calls a different one makes
+the others fail within the process group's timeout, with an error naming the
+collective and its sequence number: never a hang, never a wrong result. Each
+case has its own world (the group is broken afterwards)."""
 
 import os
 import threading
@@ -45,6 +45,21 @@ def all_reduce_in_abort_mode(rank, world):
         torch.maia.synchronize()  # the process is torn down before this returns
 
 
+def mismatched_all_reduce(rank, world):
+    """Rank 0 reduces 100 floats, rank 1 200: both fail, neither reads the
+    other's data."""
+    d = torch.device("maia", rank)
+    t = torch.full((100 * (rank + 1),), float(rank + 1), device=d)
+    work = dist.all_reduce(t, async_op=True)
+    torch.maia.synchronize()
+    assert work.is_completed() and not work.is_success()
+    pattern = (r"ALLREDUCE \(sequence number \d+\) of process group '.*' on rank "
+               rf"{rank} of 2( \(between hosts\))? failed: .*another step")
+    with pytest.raises(dist.DistBackendError, match=pattern):
+        work.wait()
+    return str(work.exception())
+
+
 @pytest.fixture
 def kept_alive_world():
     world = World(2, env={"MAIA_DIST_ASYNC_ERROR_HANDLING": "0"}, timeout_s=TIMEOUT_S)
@@ -75,3 +90,18 @@ class TestFailures:
         text = open(f"{stderr}.0").read()
         assert "[maia c10d] ALLREDUCE (sequence number" in text, text
         assert "tearing the process down" in text, text
+
+    # Gloo moves mismatched sizes and tears the process down from its own
+    # thread; every path (IPC, Gloo, the leaders of emulated hosts) agrees first.
+    @pytest.mark.parametrize("transport", [{}, {"MAIA_DIST_TRANSPORT": "gloo"},
+                                           {"MAIA_DIST_EMULATE_HOSTS": "1"}],
+                             ids=["ipc", "gloo", "between_hosts"])
+    def test_a_peer_at_another_collective_fails_both(self, transport):
+        world = World(2, env={"MAIA_DIST_ASYNC_ERROR_HANDLING": "0", **transport},
+                      timeout_s=TIMEOUT_S)
+        try:
+            messages = world.run(mismatched_all_reduce)
+        finally:
+            world.close()
+        assert "it runs allreduce (SUM) of 200 Float" in messages[0], messages
+        assert "it runs allreduce (SUM) of 100 Float" in messages[1], messages

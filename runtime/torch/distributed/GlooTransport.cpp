@@ -1,8 +1,10 @@
 #include "GlooTransport.h"
 
+#include <ATen/ops/empty.h>
 #include <ATen/ops/from_blob.h>
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,6 +28,14 @@ bool LaunchStatus::failed() const { return failed_.load(std::memory_order_acquir
 std::string LaunchStatus::message() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return message_;
+}
+
+std::string describeReduction(const char* collective, int64_t numel, at::ScalarType dtype,
+                              c10d::ReduceOp::RedOpType op) {
+  static const char* const names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX",
+                                      "BAND", "BOR", "BXOR", "PREMUL_SUM"};
+  const char* name = static_cast<int>(op) < 9 ? names[static_cast<int>(op)] : "?";
+  return c10::str(collective, " (", name, ") of ", numel, " ", dtype);
 }
 
 bool abortOnAsyncError() {
@@ -58,6 +68,9 @@ using ExchangeStep = std::function<c10::intrusive_ptr<c10d::Work>()>;
 /// and receives must be posted together or two ranks could wait on each
 /// other's first operation).
 struct Exchange {
+  c10::intrusive_ptr<c10d::Backend> gloo;
+  /// The launch's signature (empty: not compared).
+  std::string signature;
   std::vector<ExchangeStep> steps;
   std::vector<std::function<void()>> on_exchanged;
   std::shared_ptr<LaunchStatus> status;
@@ -75,9 +88,40 @@ void fail(const Exchange& exchange, const std::string& cause) {
   failExchange(*exchange.status, exchange.label, cause);
 }
 
+/// Bytes of a signature the ranks compare (longer ones are compared by
+/// their first bytes and their length).
+constexpr int64_t kSignatureBytes = 240;
+
+/// Gathers every rank's signature: "" if they agree, else what differs.
+/// Gloo moves whatever sizes it is given and tears the process down from its
+/// transport thread when they differ, so the ranks agree first.
+std::string disagreement(const Exchange& exchange) {
+  const auto& gloo = exchange.gloo;
+  const int size = gloo->getSize();
+  std::string mine = exchange.signature;
+  std::string tagged = c10::str(mine.size(), ":", mine);
+  tagged.resize(kSignatureBytes, '\0');
+  at::Tensor in = at::from_blob(tagged.data(), {kSignatureBytes}, at::kByte);
+  at::Tensor all = at::empty({size * kSignatureBytes}, at::kByte);
+  gloo->_allgather_base(all, in)->wait(exchange.timeout);
+  const char* base = static_cast<const char*>(all.data_ptr());
+  for (int peer = 0; peer < size; ++peer) {
+    const char* theirs = base + peer * kSignatureBytes;
+    if (std::memcmp(theirs, tagged.data(), kSignatureBytes) == 0) continue;
+    std::string text(theirs, strnlen(theirs, kSignatureBytes));
+    text = text.substr(std::min(text.find(':') + 1, text.size()));
+    return c10::str("rank ", peer, " is at another step: it runs ", text, ", this rank ", mine);
+  }
+  return {};
+}
+
 void runExchange(void* user_data) {
   std::unique_ptr<Exchange> exchange(static_cast<Exchange*>(user_data));
   try {
+    if (!exchange->signature.empty()) {
+      std::string cause = disagreement(*exchange);
+      if (!cause.empty()) return fail(*exchange, cause);
+    }
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
     works.reserve(exchange->steps.size());
     for (auto& step : exchange->steps) works.push_back(step());
@@ -134,6 +178,7 @@ GlooTransport::GlooTransport(c10::intrusive_ptr<c10d::Backend> gloo) : gloo_(std
 void GlooTransport::allreduce(Launch& launch, const at::Tensor& buffer,
                               c10d::ReduceOp::RedOpType op) {
   if (buffer.numel() == 0) return;
+  sign(launch, describeReduction("allreduce", buffer.numel(), buffer.scalar_type(), op));
   at::Tensor host = stage(launch, buffer, true);
   launch.steps.push_back([gloo = gloo_, host, op] {
     std::vector<at::Tensor> tensors{host};
@@ -146,6 +191,8 @@ void GlooTransport::allreduce(Launch& launch, const at::Tensor& buffer,
 
 void GlooTransport::broadcast(Launch& launch, const at::Tensor& buffer, int root) {
   if (buffer.numel() == 0) return;
+  sign(launch,
+       c10::str("broadcast of ", buffer.numel(), " ", buffer.scalar_type(), " from ", root));
   at::Tensor host = stage(launch, buffer, rank() == root);
   launch.steps.push_back([gloo = gloo_, host, root] {
     std::vector<at::Tensor> tensors{bytesOf(host)};
@@ -159,6 +206,8 @@ void GlooTransport::broadcast(Launch& launch, const at::Tensor& buffer, int root
 void GlooTransport::reduce(Launch& launch, const at::Tensor& buffer, int root,
                            c10d::ReduceOp::RedOpType op) {
   if (buffer.numel() == 0) return;
+  sign(launch, describeReduction("reduce", buffer.numel(), buffer.scalar_type(), op) +
+                   c10::str(" to ", root));
   at::Tensor host = stage(launch, buffer, true);
   launch.steps.push_back([gloo = gloo_, host, root, op] {
     std::vector<at::Tensor> tensors{host};
@@ -172,6 +221,7 @@ void GlooTransport::reduce(Launch& launch, const at::Tensor& buffer, int root,
 
 void GlooTransport::allgather(Launch& launch, const at::Tensor& input, const at::Tensor& output) {
   if (output.numel() == 0) return;
+  sign(launch, c10::str("allgather of ", input.numel(), " ", input.scalar_type(), " per rank"));
   at::Tensor host_in = stage(launch, input, true);
   at::Tensor host_out = stage(launch, output, false);
   launch.steps.push_back([gloo = gloo_, host_in, host_out] {
@@ -184,6 +234,7 @@ void GlooTransport::allgather(Launch& launch, const at::Tensor& input, const at:
 void GlooTransport::gather(Launch& launch, const at::Tensor& input, const at::Tensor& output,
                            int root) {
   if (input.numel() == 0) return;
+  sign(launch, c10::str("gather of ", input.numel(), " ", input.scalar_type(), " to ", root));
   at::Tensor host_in = stage(launch, input, true);
   at::Tensor host_out = rank() == root ? stage(launch, output, false) : at::Tensor();
   launch.steps.push_back([gloo = gloo_, host_in, host_out, root, size = size()] {
@@ -200,6 +251,7 @@ void GlooTransport::gather(Launch& launch, const at::Tensor& input, const at::Te
 void GlooTransport::scatter(Launch& launch, const at::Tensor& input, const at::Tensor& output,
                             int root) {
   if (output.numel() == 0) return;
+  sign(launch, c10::str("scatter of ", output.numel(), " ", output.scalar_type(), " from ", root));
   at::Tensor host_in = rank() == root ? stage(launch, input, true) : at::Tensor();
   at::Tensor host_out = stage(launch, output, false);
   launch.steps.push_back([gloo = gloo_, host_in, host_out, root, size = size()] {
@@ -216,6 +268,8 @@ void GlooTransport::scatter(Launch& launch, const at::Tensor& input, const at::T
 void GlooTransport::reduceScatter(Launch& launch, const at::Tensor& input,
                                   const at::Tensor& output, c10d::ReduceOp::RedOpType op) {
   if (output.numel() == 0) return;
+  sign(launch, describeReduction("reduce_scatter", output.numel(), output.scalar_type(), op) +
+                   " per rank");
   at::Tensor host_in = stage(launch, input, true);
   at::Tensor host_out = stage(launch, output, false);
   launch.steps.push_back([gloo = gloo_, host_in, host_out, op] {
@@ -231,6 +285,8 @@ void GlooTransport::alltoall(Launch& launch, const at::Tensor& input, const at::
                              std::vector<int64_t> input_split_bytes,
                              std::vector<int64_t> output_split_bytes) {
   // Called even when this rank's buffers are empty: its peers' may not be.
+  // Split sizes differ between ranks by design: only the step is compared.
+  sign(launch, c10::str("alltoall of ", input.scalar_type()));
   at::Tensor host_in = stage(launch, input, true);
   at::Tensor host_out = stage(launch, output, false);
   launch.steps.push_back([gloo = gloo_, host_in, host_out, in_splits = std::move(input_split_bytes),
@@ -242,6 +298,7 @@ void GlooTransport::alltoall(Launch& launch, const at::Tensor& input, const at::
 }
 
 void GlooTransport::send(Launch& launch, const at::Tensor& buffer, int peer, int tag) {
+  launch.point_to_point = true;
   if (buffer.numel() == 0) return;
   at::Tensor host = stage(launch, buffer, true);
   launch.steps.push_back([gloo = gloo_, host, peer, tag] {
@@ -251,6 +308,7 @@ void GlooTransport::send(Launch& launch, const at::Tensor& buffer, int peer, int
 }
 
 void GlooTransport::recv(Launch& launch, const at::Tensor& buffer, int peer, int tag) {
+  launch.point_to_point = true;
   if (buffer.numel() == 0) return;
   at::Tensor host = stage(launch, buffer, false);
   launch.steps.push_back([gloo = gloo_, host, peer, tag] {
@@ -262,6 +320,7 @@ void GlooTransport::recv(Launch& launch, const at::Tensor& buffer, int peer, int
 
 void GlooTransport::recvAnysource(Launch& launch, const at::Tensor& buffer, int tag,
                                   std::shared_ptr<std::atomic<int>> source) {
+  launch.point_to_point = true;
   TORCH_CHECK(buffer.numel() > 0, "maia c10d: recv from any source needs a non-empty tensor");
   at::Tensor host = stage(launch, buffer, false);
   auto work = std::make_shared<c10::intrusive_ptr<c10d::Work>>();
@@ -275,12 +334,15 @@ void GlooTransport::recvAnysource(Launch& launch, const at::Tensor& buffer, int 
 }
 
 void GlooTransport::barrier(Launch& launch) {
+  sign(launch, "barrier");
   launch.steps.push_back([gloo = gloo_] { return gloo->barrier(); });
 }
 
 void GlooTransport::exchange(Launch& launch) {
   if (launch.steps.empty()) return;
   auto exchange = std::make_unique<Exchange>();
+  exchange->gloo = gloo_;
+  if (!launch.point_to_point) exchange->signature = launch.signature;
   exchange->steps = std::move(launch.steps);
   exchange->on_exchanged = std::move(launch.on_exchanged);
   exchange->status = launch.status;
@@ -291,6 +353,13 @@ void GlooTransport::exchange(Launch& launch) {
   exchange.release();  // runExchange owns it now
   launch.steps.clear();
   launch.on_exchanged.clear();
+  launch.signature.clear();
+  launch.point_to_point = false;
+}
+
+void GlooTransport::sign(Launch& launch, const std::string& step) {
+  if (!launch.signature.empty()) launch.signature += "; ";
+  launch.signature += step;
 }
 
 }  // namespace torch_maia::distributed

@@ -54,6 +54,8 @@ class GlooTransport final : public Transport {
   void exchange(Launch& launch) override;
 
  private:
+  /// Adds step to what the ranks compare before the launch's exchange.
+  static void sign(Launch& launch, const std::string& step);
   int rank() const { return gloo_->getRank(); }
   int size() const { return gloo_->getSize(); }
 

@@ -59,15 +59,6 @@ void runSync(void* user_data) {
   if (!cause.empty()) failExchange(*step->status, step->label, cause);
 }
 
-/// What a collective's steps move, as the ranks compare it.
-std::string describe(const char* collective, int64_t numel, at::ScalarType dtype,
-                     ReduceOp::RedOpType op) {
-  static const char* const names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX",
-                                      "BAND", "BOR", "BXOR", "PREMUL_SUM"};
-  const char* name = static_cast<int>(op) < 9 ? names[static_cast<int>(op)] : "?";
-  return c10::str(collective, " (", name, ") of ", numel, " ", dtype);
-}
-
 /// [begin, end) of chunk index of a piece of n elements split over size ranks.
 std::pair<int64_t, int64_t> chunkOf(int64_t n, int size, int index) {
   return {n * index / size, n * (index + 1) / size};
@@ -169,7 +160,7 @@ void IpcTransport::allreduce(Launch& launch, const at::Tensor& buffer, ReduceOp:
   const auto dtype = buffer.scalar_type();
   const int64_t piece = slotElements(dtype);
   const bool direct = static_cast<int64_t>(buffer.nbytes()) <= kDirectBytes;
-  const std::string what = describe("allreduce", n, dtype, op);
+  const std::string what = describeReduction("allreduce", n, dtype, op);
   forEachPiece(n, piece, [&](int64_t begin, int64_t m, int slot) {
     at::Tensor mine = buffer.narrow(0, begin, m);
     if (direct) {
@@ -227,7 +218,7 @@ void IpcTransport::reduce(Launch& launch, const at::Tensor& buffer, int root,
   forEachPiece(n, slotElements(dtype), [&](int64_t begin, int64_t m, int slot) {
     at::Tensor mine = buffer.narrow(0, begin, m);
     if (rank_ != root) copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
-    sync(launch, describe("reduce", n, dtype, op) + c10::str(" to ", root));
+    sync(launch, describeReduction("reduce", n, dtype, op) + c10::str(" to ", root));
     if (rank_ != root) return;
     std::vector<at::Tensor> sources;
     for (int p = 0; p < size_; ++p)
@@ -270,7 +261,7 @@ void IpcTransport::reduceScatter(Launch& launch, const at::Tensor& input, const 
     for (int q = 0; q < size_; ++q)
       if (q != rank_)
         copy(launch, slotView(rank_, slot, q * e, m, dtype), input.narrow(0, q * n + begin, m));
-    sync(launch, describe("reduce_scatter", n, dtype, op) + " per rank");
+    sync(launch, describeReduction("reduce_scatter", n, dtype, op) + " per rank");
     at::Tensor own = input.narrow(0, rank_ * n + begin, m);
     // An output inside the input (in place) is written before own is read.
     if (rank_ != 0 && output.is_alias_of(input)) {

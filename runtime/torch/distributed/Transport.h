@@ -15,6 +15,7 @@
 
 #include <maia/runtime.h>
 
+#include <c10/core/ScalarType.h>
 #include <c10/core/Stream.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -66,7 +67,17 @@ struct Launch {
   std::vector<std::function<c10::intrusive_ptr<c10d::Work>()>> steps;
   /// Run by the exchange once every step has completed (on a driver core).
   std::vector<std::function<void()>> on_exchanged;
+  /// What the launch's collective steps move, as every rank must agree
+  /// ("allreduce (SUM) of 100 Float; ..."), for the Gloo transport's check
+  /// before it moves data; empty if a step is point-to-point (the ranks'
+  /// sides differ by design).
+  std::string signature;
+  bool point_to_point = false;
 };
+
+/// "allreduce (SUM) of 100 Float": a reduction step as the ranks compare it.
+std::string describeReduction(const char* collective, int64_t numel, at::ScalarType dtype,
+                              c10d::ReduceOp::RedOpType op);
 
 /// Buffers are contiguous 1-D device tensors on launch.device. Reductions get
 /// them in a dtype the transport reduces natively (no float16/bfloat16/bool/
