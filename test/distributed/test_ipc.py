@@ -87,6 +87,46 @@ def check_pieces(rank, world):
     failures.raise_any()
 
 
+def check_movement_without_gloo(rank, world):
+    """gather, scatter, all_to_all_single with equal splits and barrier in many
+    pieces, moved over IPC: the group issues no Gloo operation for them."""
+    failures = Failures()
+    d = dev(rank)
+    before = backend(rank)._launch_counts().get("gloo_operations", 0)
+    for salt, dtype in enumerate([torch.float32, torch.bfloat16, torch.int64, torch.bool]):
+        numel = 4001  # several 4 KiB slots in every dtype; not a multiple of the ranks
+        inputs = [value(r, (numel,), dtype, salt) for r in range(world)]
+        root = world - 1
+        outs = [torch.empty(numel, dtype=dtype, device=d) for _ in range(world)]
+        dist.gather(inputs[rank].to(d), outs if rank == root else None, dst=root)
+        if rank == root:
+            for r in range(world):
+                failures.check(outs[r], inputs[r], f"gather {dtype} from {r}")
+        out = torch.empty(numel, dtype=dtype, device=d)
+        dist.scatter(out, [t.to(d) for t in inputs] if rank == 0 else None, src=0)
+        failures.check(out, inputs[rank], f"scatter {dtype}")
+        # all_to_all_single, no splits: rank r's block q goes to rank q's block r.
+        blocks = [value(r, (world, numel), dtype, salt + 1) for r in range(world)]
+        out = torch.empty(world, numel, dtype=dtype, device=d)
+        dist.all_to_all_single(out, blocks[rank].to(d))
+        failures.check(out, torch.stack([blocks[r][rank] for r in range(world)]),
+                       f"all_to_all_single {dtype}")
+    dist.barrier(device_ids=[rank])
+    failures.raise_any()
+    after = backend(rank)._launch_counts()["gloo_operations"]
+    assert after == before, (before, after)
+    # Uneven splits still go through Gloo.
+    splits = [1] * world
+    splits[0] += 1 if rank == 0 else 0
+    dst = torch.zeros(sum(1 + (rank == 0 and p == 0) for p in range(world)), device=d)
+    src = torch.full((sum(splits),), float(rank), device=d)
+    out_splits = [1 + (rank == 0 and p == 0) for p in range(world)]
+    dist.all_to_all_single(dst, src, out_splits, splits)
+    assert dst.cpu().tolist() == [float(p) for p in range(world)
+                                  for _ in range(out_splits[p])]
+    assert backend(rank)._launch_counts()["gloo_operations"] == after + 1
+
+
 def check_all_ranks_agree(rank, world):
     """Float sums in one order on every rank: bit-identical results (DDP's
     replicas must not drift apart)."""
@@ -130,9 +170,13 @@ class TestIpcTransport:
         pieces_world.run(check_pieces)
         pieces_world.run(check_no_host_fallback)
 
+    def test_gather_scatter_all_to_all_and_barrier_without_gloo(self, pieces_world):
+        pieces_world.run(check_movement_without_gloo)
+
     def test_four_ranks_in_many_pieces(self, pieces_world4):
         assert pieces_world4.run(transport_and_counts)[0][0] == "ipc"
         pieces_world4.run(check_pieces)
+        pieces_world4.run(check_movement_without_gloo)
         pieces_world4.run(check_all_ranks_agree)
 
     def test_gloo_only_when_asked(self):

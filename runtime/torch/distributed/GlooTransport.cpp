@@ -340,6 +340,7 @@ void GlooTransport::barrier(Launch& launch) {
 
 void GlooTransport::exchange(Launch& launch) {
   if (launch.steps.empty()) return;
+  operations_ += launch.steps.size();
   auto exchange = std::make_unique<Exchange>();
   exchange->gloo = gloo_;
   if (!launch.point_to_point) exchange->signature = launch.signature;

@@ -31,6 +31,8 @@ class GlooTransport final : public Transport {
 
   const char* name() const override { return "gloo"; }
   const c10::intrusive_ptr<c10d::Backend>& gloo() const { return gloo_; }
+  /// Gloo operations issued so far (what the device transports left to it).
+  uint64_t operations() const { return operations_.load(); }
 
   void allreduce(Launch& launch, const at::Tensor& buffer, c10d::ReduceOp::RedOpType op) override;
   void broadcast(Launch& launch, const at::Tensor& buffer, int root) override;
@@ -60,6 +62,7 @@ class GlooTransport final : public Transport {
   int size() const { return gloo_->getSize(); }
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
+  std::atomic<uint64_t> operations_{0};
 };
 
 }  // namespace torch_maia::distributed

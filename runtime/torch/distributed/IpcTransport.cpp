@@ -276,4 +276,73 @@ void IpcTransport::reduceScatter(Launch& launch, const at::Tensor& input, const 
   });
 }
 
+void IpcTransport::gather(Launch& launch, const at::Tensor& input, const at::Tensor& output,
+                          int root) {
+  const int64_t n = input.numel();
+  if (n == 0) return;
+  const auto dtype = input.scalar_type();
+  const std::string what = c10::str("gather of ", n, " ", dtype, " to ", root);
+  forEachPiece(n, slotElements(dtype), [&](int64_t begin, int64_t m, int slot) {
+    at::Tensor mine = input.narrow(0, begin, m);
+    if (rank_ == root)
+      copy(launch, output.narrow(0, root * n + begin, m), mine);
+    else
+      copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
+    sync(launch, what);
+    if (rank_ != root) return;
+    for (int p = 0; p < size_; ++p)
+      if (p != root)
+        copy(launch, output.narrow(0, p * n + begin, m), slotView(p, slot, 0, m, dtype));
+  });
+}
+
+void IpcTransport::scatter(Launch& launch, const at::Tensor& input, const at::Tensor& output,
+                           int root) {
+  const int64_t n = output.numel();
+  if (n == 0) return;
+  const auto dtype = output.scalar_type();
+  const std::string what = c10::str("scatter of ", n, " ", dtype, " from ", root);
+  // A piece covers e elements of every rank's slice: the root's slot holds size blocks.
+  const int64_t e = slotElements(dtype) / size_;
+  forEachPiece(n, e, [&](int64_t begin, int64_t m, int slot) {
+    if (rank_ == root) {
+      for (int q = 0; q < size_; ++q)
+        if (q != root)
+          copy(launch, slotView(root, slot, q * e, m, dtype), input.narrow(0, q * n + begin, m));
+      copy(launch, output.narrow(0, begin, m), input.narrow(0, root * n + begin, m));
+    }
+    sync(launch, what);
+    if (rank_ != root)
+      copy(launch, output.narrow(0, begin, m), slotView(root, slot, rank_ * e, m, dtype));
+  });
+}
+
+void IpcTransport::alltoall(Launch& launch, const at::Tensor& input, const at::Tensor& output,
+                            std::vector<int64_t> input_split_bytes,
+                            std::vector<int64_t> output_split_bytes) {
+  if (!input_split_bytes.empty() || !output_split_bytes.empty()) {
+    fallback_.alltoall(launch, input, output, std::move(input_split_bytes),
+                       std::move(output_split_bytes));
+    return;
+  }
+  // Bytes per pair, moved as bytes (the dtype does not matter to a copy).
+  const at::Tensor in = input.view(at::kByte), out = output.view(at::kByte);
+  const int64_t b = in.numel() / size_;
+  if (b == 0) return;
+  const std::string what = c10::str("alltoall of ", b, " bytes per pair");
+  const int64_t e = slotElements(at::kByte) / size_;
+  forEachPiece(b, e, [&](int64_t begin, int64_t m, int slot) {
+    for (int q = 0; q < size_; ++q)
+      if (q != rank_)
+        copy(launch, slotView(rank_, slot, q * e, m, at::kByte), in.narrow(0, q * b + begin, m));
+    copy(launch, out.narrow(0, rank_ * b + begin, m), in.narrow(0, rank_ * b + begin, m));
+    sync(launch, what);
+    for (int p = 0; p < size_; ++p)
+      if (p != rank_)
+        copy(launch, out.narrow(0, p * b + begin, m), slotView(p, slot, rank_ * e, m, at::kByte));
+  });
+}
+
+void IpcTransport::barrier(Launch& launch) { sync(launch, "barrier"); }
+
 }  // namespace torch_maia::distributed

@@ -18,8 +18,9 @@
 // slots (one barrier); above, a reduce-scatter then all-gather (rank r
 // reduces chunk r of each piece and publishes it; two barriers per piece,
 // each rank reading 1/size of the reduction work). broadcast, reduce,
-// allgather, reduceScatter: one barrier per piece. The other collectives go
-// to the Gloo transport (fallback), in the same launch.
+// allgather, reduceScatter, gather, scatter and all_to_all with equal splits:
+// one barrier per piece; barrier: one barrier. Point-to-point operations and
+// uneven all_to_all go to the Gloo transport (fallback), in the same launch.
 #pragma once
 
 #include <algorithm>
@@ -54,21 +55,18 @@ class IpcTransport final : public Transport {
   void reduceScatter(Launch& launch, const at::Tensor& input, const at::Tensor& output,
                      c10d::ReduceOp::RedOpType op) override;
 
-  // Through the Gloo transport.
   void gather(Launch& launch, const at::Tensor& input, const at::Tensor& output,
-              int root) override {
-    fallback_.gather(launch, input, output, root);
-  }
+              int root) override;
   void scatter(Launch& launch, const at::Tensor& input, const at::Tensor& output,
-               int root) override {
-    fallback_.scatter(launch, input, output, root);
-  }
+               int root) override;
+  /// Moves equal splits itself; uneven ones go through Gloo (the ranks could
+  /// not agree on a piece count without a host round trip).
   void alltoall(Launch& launch, const at::Tensor& input, const at::Tensor& output,
                 std::vector<int64_t> input_split_bytes,
-                std::vector<int64_t> output_split_bytes) override {
-    fallback_.alltoall(launch, input, output, std::move(input_split_bytes),
-                       std::move(output_split_bytes));
-  }
+                std::vector<int64_t> output_split_bytes) override;
+  void barrier(Launch& launch) override;
+
+  // Through the Gloo transport (point-to-point: a step barrier is host-wide).
   void send(Launch& launch, const at::Tensor& buffer, int peer, int tag) override {
     fallback_.send(launch, buffer, peer, tag);
   }
@@ -79,7 +77,6 @@ class IpcTransport final : public Transport {
                      std::shared_ptr<std::atomic<int>> source) override {
     fallback_.recvAnysource(launch, buffer, tag, std::move(source));
   }
-  void barrier(Launch& launch) override { fallback_.barrier(launch); }
   /// The IPC steps are enqueued by the calls above; this runs the Gloo part.
   void exchange(Launch& launch) override { fallback_.exchange(launch); }
 

@@ -409,6 +409,7 @@ std::map<std::string, uint64_t> MaiaBackend::launchCounts() const {
   std::map<std::string, uint64_t> counts;
   counts[device_transport_->name()] += launches_device_.load();
   counts[gloo_transport_.name()] += launches_gloo_.load();
+  counts["gloo_operations"] = gloo_transport_.operations();
   return counts;
 }
 
@@ -802,6 +803,15 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::alltoall_base(at::Tensor& output, at
   checkSameDtype(input, output, "all_to_all_single");
   auto in_bytes = splitBytes(input, input_split_sizes, getSize(), "input");
   auto out_bytes = splitBytes(output, output_split_sizes, getSize(), "output");
+  // No splits from the caller means the same on every rank: equal splits,
+  // which the transports may move without agreeing on sizes first.
+  if (input_split_sizes.empty() && output_split_sizes.empty()) {
+    TORCH_CHECK(input.numel() == output.numel(), "maia c10d: all_to_all_single without split "
+                "sizes needs input and output of the same size, got ", input.numel(), " and ",
+                output.numel());
+    in_bytes.clear();
+    out_bytes.clear();
+  }
   Call call(*this, OpType::ALLTOALL_BASE, device);
   call.keep(inputs);
   at::Tensor flat = recvBuffer(output);

@@ -122,7 +122,8 @@ class MaiaBackend final : public c10d::Backend {
                        c10::intrusive_ptr<c10d::Backend> leaders, bool hierarchical);
 
  public:
-  /// Launches per transport name since creation (tests, benchmarks).
+  /// Launches per transport name since creation, and "gloo_operations":
+  /// the Gloo operations the group issued (tests, benchmarks).
   std::map<std::string, uint64_t> launchCounts() const;
   /// The name of the transport launches on the group's device use.
   const char* transportName() const { return device_transport_->name(); }

@@ -105,7 +105,8 @@ class Transport {
   /// input holds size() slices of output's length; rank r gets the reduction of slice r.
   virtual void reduceScatter(Launch& launch, const at::Tensor& input, const at::Tensor& output,
                              c10d::ReduceOp::RedOpType op) = 0;
-  /// Splits count bytes, per peer.
+  /// Splits count bytes, per peer; both empty: equal splits (every rank
+  /// passed none, so every pair moves input.nbytes() / size()).
   virtual void alltoall(Launch& launch, const at::Tensor& input, const at::Tensor& output,
                         std::vector<int64_t> input_split_bytes,
                         std::vector<int64_t> output_split_bytes) = 0;
