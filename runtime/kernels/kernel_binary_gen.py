@@ -34,6 +34,11 @@ DTYPES = [
 FLOAT = [d for d in DTYPES if d[3] == "float"]
 NUMERIC = [d for d in DTYPES if d[3] != "bool"]
 INTEGRAL = [d for d in DTYPES if d[3] != "float"]  # ints and bool
+# Complex dtypes: only the operators that list them (no casts yet).
+COMPLEX = [
+    ("c64", "std::complex<float>", "c64", "complex"),
+    ("c128", "std::complex<double>", "c128", "complex"),
+]
 
 
 def memref(dtype, rank):

@@ -151,6 +151,8 @@ void encodeScalar(const maiaKernelArg& arg, int64_t* slot) {
     case maiaDtypeBF16: put(floatToBFloat16(static_cast<float>(arg.scalar.f))); break;
     case maiaDtypeF32: put(static_cast<float>(arg.scalar.f)); break;
     case maiaDtypeF64: put(arg.scalar.f); break;
+    case maiaDtypeC64:
+    case maiaDtypeC128: break;  // memref element types only: no scalar slot holds one
   }
 }
 

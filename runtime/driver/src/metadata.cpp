@@ -23,6 +23,7 @@ constexpr DtypeInfo kDtypes[] = {
     {maiaDtypeI32, "i32", 4},   {maiaDtypeI64, "i64", 8},     {maiaDtypeU8, "ui8", 1},
     {maiaDtypeF16, "f16", 2},   {maiaDtypeBF16, "bf16", 2},   {maiaDtypeF32, "f32", 4},
     {maiaDtypeF64, "f64", 8},   {maiaDtypeIndex, "index", 8},
+    {maiaDtypeC64, "c64", 8},   {maiaDtypeC128, "c128", 16},
 };
 constexpr size_t kDtypeCount = sizeof(kDtypes) / sizeof(kDtypes[0]);
 

@@ -14,20 +14,20 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import kernel_binary_gen  # noqa: E402
-from kernel_binary_gen import (DTYPES, FLOAT, INTEGRAL, NUMERIC, kernel, scalar,  # noqa: E402
+from kernel_binary_gen import (COMPLEX, DTYPES, FLOAT, INTEGRAL, NUMERIC, kernel, scalar,  # noqa: E402
                                write_binary_sources)
 
 
 BINARY = [  # op, functor, dtypes, output is bool
-    ("mul", "op::Mul{}", DTYPES, False),
+    ("mul", "op::Mul{}", DTYPES + COMPLEX, False),
     ("div", "op::Div{}", FLOAT, False),
     ("div_trunc", "op::DivTrunc{}", NUMERIC, False),
     ("div_floor", "op::DivFloor{}", NUMERIC, False),
     ("maximum", "op::Maximum{}", DTYPES, False),
     ("minimum", "op::Minimum{}", DTYPES, False),
     ("pow", "op::Pow{}", DTYPES, False),
-    ("eq", "op::Eq{}", DTYPES, True),
-    ("ne", "op::Ne{}", DTYPES, True),
+    ("eq", "op::Eq{}", DTYPES + COMPLEX, True),
+    ("ne", "op::Ne{}", DTYPES + COMPLEX, True),
     ("lt", "op::Lt{}", DTYPES, True),
     ("le", "op::Le{}", DTYPES, True),
     ("gt", "op::Gt{}", DTYPES, True),
@@ -51,7 +51,7 @@ BINARY = [  # op, functor, dtypes, output is bool
     ("prelu", "op::Prelu{}", FLOAT, False),  # (x, weight)
 ]
 UNARY = [  # op, functor, dtypes, output is bool
-    ("neg", "op::Neg{}", NUMERIC, False),
+    ("neg", "op::Neg{}", NUMERIC + COMPLEX, False),
     ("abs", "op::Abs{}", NUMERIC, False),
     ("relu", "op::Relu{}", NUMERIC, False),
     ("ceil", "op::Ceil{}", NUMERIC, False),
@@ -93,6 +93,7 @@ TWO_OUTPUTS = [
 # floating dtypes and i64 for the others, converted to C as PyTorch does.
 WITH_SCALARS = [
     ("add", "op::Add", 2, ["alpha"], DTYPES),  # bool: a || (alpha && b), as PyTorch
+    ("add", "op::AddComplex", 2, ["alpha_real", "alpha_imag"], COMPLEX),
     ("threshold_backward", "op::ThresholdBackward", 2, ["threshold"], NUMERIC),
     ("clamp", "op::Clamp", 1, ["lo", "hi"], NUMERIC),
     ("leaky_relu", "op::LeakyRelu", 1, ["negval"], FLOAT),
@@ -145,7 +146,8 @@ def main(out_dir, isa):
                 f"unary<{dst_t}, {src_t}>(args, grid, op::Identity{{}});")
     for op, functor, arity, names, dtypes in WITH_SCALARS:
         for name, t, meta, kind in dtypes:  # scalars in the compute type
-            scalar_meta, scalar_t = ("f64", "double") if kind == "float" else ("i64", "int64_t")
+            real = kind in ("float", "complex")  # complex kernels take real scalars
+            scalar_meta, scalar_t = ("f64", "double") if real else ("i64", "int64_t")
             code = [f"using C = compute_t<{t}>;"]
             code += [f"C {n} = static_cast<C>(maia_kernel::scalar<{scalar_t}>(args, {index}));"
                      for index, n in enumerate(names, start=arity + 1)]

@@ -14,13 +14,32 @@
 
 namespace maia_eager::op {
 
+
+struct Mul {
+  template <typename C> C operator()(C a, C b) const {
+    if constexpr (IsComplex<C>::value) {
+      // The textbook product, as ATen's CPU kernels (c10::complex and its
+      // vectorized form) compute it: std::complex's operator* would recover
+      // infinities from NaN parts (C Annex G), which the CPU does not.
+      using R = typename C::value_type;
+      const R ar = a.real(), ai = a.imag(), br = b.real(), bi = b.imag();
+      return C(ar * br - ai * bi, ar * bi + ai * br);
+    } else {
+      return a * b;
+    }
+  }
+};
 template <typename C>
 struct Add {
   C alpha;
   C operator()(C a, C b) const { return a + alpha * b; }
 };
-struct Mul {
-  template <typename C> C operator()(C a, C b) const { return a * b; }
+/// a + alpha * b with the full complex product even for a real alpha (an
+/// infinite b gives a NaN imaginary part), as ATen's CPU add computes it.
+template <typename C>
+struct AddComplex {
+  C alpha_real, alpha_imag;  // the scalars arrive as C(part)
+  C operator()(C a, C b) const { return a + Mul{}(C(alpha_real.real(), alpha_imag.real()), b); }
 };
 struct Div {
   template <typename C> C operator()(C a, C b) const { return a / b; }

@@ -5,8 +5,10 @@
 #include <immintrin.h>
 
 #include <bit>
+#include <complex>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 namespace maia_eager {
 
@@ -28,6 +30,11 @@ inline BFloat16 toBFloat16(float f) {
   bits += 0x7fffu + ((bits >> 16) & 1u);  // round to nearest even, as PyTorch does
   return BFloat16{static_cast<uint16_t>(bits >> 16)};
 }
+
+template <typename T>
+struct IsComplex : std::false_type {};
+template <typename R>
+struct IsComplex<std::complex<R>> : std::true_type {};
 
 /// The type a kernel computes in for storage type T.
 template <typename T>
@@ -64,6 +71,8 @@ inline T store(V v) {
     return toBFloat16(static_cast<float>(v));
   else if constexpr (std::is_same_v<T, bool>)
     return v != V(0);
+  else if constexpr (IsComplex<T>::value)
+    return T(v);
   else
     return static_cast<T>(v);
 }

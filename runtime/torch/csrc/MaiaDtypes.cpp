@@ -22,6 +22,10 @@ bool hasNativeKernels(c10::ScalarType dtype) {
   }
 }
 
+bool hasComplexKernels(c10::ScalarType dtype) {
+  return dtype == c10::ScalarType::ComplexFloat || dtype == c10::ScalarType::ComplexDouble;
+}
+
 bool isSupportedDtype(c10::ScalarType dtype) {
   switch (dtype) {
     case c10::ScalarType::UInt16:

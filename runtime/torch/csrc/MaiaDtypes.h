@@ -16,5 +16,8 @@ void checkSupportedDtype(c10::ScalarType dtype);
 /// complex and wider unsigned types, whose operators run on the host
 /// fallback (ops/HostRouting.h) apart from copies, fills and views.
 bool hasNativeKernels(c10::ScalarType dtype);
+/// complex64/complex128: native for the operators HostRouting.cpp lists
+/// (elementwise arithmetic), host fallback for the others.
+bool hasComplexKernels(c10::ScalarType dtype);
 
 }  // namespace torch_maia

@@ -261,6 +261,8 @@ typedef enum maiaDtype {
   maiaDtypeF32 = 8,  /* "f32" */
   maiaDtypeF64 = 9,  /* "f64" */
   maiaDtypeIndex = 10, /* "index": a 64-bit integer */
+  maiaDtypeC64 = 11,   /* "c64": complex of two f32 (memrefs only) */
+  maiaDtypeC128 = 12,  /* "c128": complex of two f64 (memrefs only) */
 } maiaDtype;
 
 typedef enum maiaArgKind { maiaArgMemref = 0, maiaArgScalar = 1 } maiaArgKind;

@@ -261,6 +261,8 @@ const char* dtypeSuffix(c10::ScalarType dtype) {
     case c10::ScalarType::Char: return "i8";
     case c10::ScalarType::Byte: return "u8";
     case c10::ScalarType::Bool: return "b8";
+    case c10::ScalarType::ComplexFloat: return "c64";
+    case c10::ScalarType::ComplexDouble: return "c128";
     default: TORCH_CHECK_TYPE(false, "maia has no eager kernels for dtype ", dtype);
   }
 }
@@ -277,6 +279,8 @@ maiaDtype driverDtype(c10::ScalarType dtype) {
     case c10::ScalarType::Char: return maiaDtypeI8;
     case c10::ScalarType::Byte: return maiaDtypeU8;
     case c10::ScalarType::Bool: return maiaDtypeI1;
+    case c10::ScalarType::ComplexFloat: return maiaDtypeC64;
+    case c10::ScalarType::ComplexDouble: return maiaDtypeC128;
     default: TORCH_CHECK_TYPE(false, "maia has no device dtype for ", dtype);
   }
 }

@@ -157,6 +157,17 @@ maiaKernelArg alphaArg(const at::Scalar& alpha, c10::ScalarType dtype, bool nega
 
 Tensor& addOut(const Tensor& a, const Tensor& b, const at::Scalar& alpha, Tensor& out,
                bool subtract) {
+  const c10::ScalarType common = at::native::result_type(a, b);
+  if (c10::isComplexType(common)) {  // complex kernels take alpha's two parts
+    const c10::complex<double> value = alpha.toComplexDouble() * (subtract ? -1.0 : 1.0);
+    maiaKernelArg parts[2] = {};
+    for (int i = 0; i < 2; ++i) {
+      parts[i].kind = maiaArgScalar;
+      parts[i].dtype = maiaDtypeF64;
+      parts[i].scalar.f = i == 0 ? value.real() : value.imag();
+    }
+    return binaryOut("add", Result::Common, a, b, out, parts);
+  }
   maiaKernelArg scalar = alphaArg(alpha, at::native::result_type(a, b), subtract);
   return binaryOut("add", Result::Common, a, b, out, {scalar});
 }

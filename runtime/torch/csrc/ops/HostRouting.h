@@ -29,34 +29,42 @@
 namespace torch_maia::ops {
 namespace routing {
 
-inline bool needsHost(const at::Tensor& t) {
-  return t.defined() && !hasNativeKernels(t.scalar_type());
+// complex_ok: the operator computes complex64/complex128 natively.
+inline bool needsHost(c10::ScalarType dtype, bool complex_ok) {
+  return !hasNativeKernels(dtype) && !(complex_ok && hasComplexKernels(dtype));
 }
-inline bool needsHost(const std::optional<at::Tensor>& t) { return t && needsHost(*t); }
-inline bool needsHost(at::TensorList list) {
+inline bool needsHost(const at::Tensor& t, bool complex_ok) {
+  return t.defined() && needsHost(t.scalar_type(), complex_ok);
+}
+inline bool needsHost(const std::optional<at::Tensor>& t, bool complex_ok) {
+  return t && needsHost(*t, complex_ok);
+}
+inline bool needsHost(at::TensorList list, bool complex_ok) {
   for (const at::Tensor& t : list)
-    if (needsHost(t)) return true;
+    if (needsHost(t, complex_ok)) return true;
   return false;
 }
-inline bool needsHost(const at::ITensorListRef& list) {
+inline bool needsHost(const at::ITensorListRef& list, bool complex_ok) {
   for (const at::Tensor& t : list)
-    if (needsHost(t)) return true;
+    if (needsHost(t, complex_ok)) return true;
   return false;
 }
-inline bool needsHost(const c10::List<std::optional<at::Tensor>>& list) {
+inline bool needsHost(const c10::List<std::optional<at::Tensor>>& list, bool complex_ok) {
   for (const std::optional<at::Tensor>& t : list)
-    if (needsHost(t)) return true;
+    if (needsHost(t, complex_ok)) return true;
   return false;
 }
-inline bool needsHost(c10::ScalarType dtype) { return !hasNativeKernels(dtype); }
-inline bool needsHost(const std::optional<c10::ScalarType>& dtype) {
-  return dtype && needsHost(*dtype);
+inline bool needsHost(const std::optional<c10::ScalarType>& dtype, bool complex_ok) {
+  return dtype && needsHost(*dtype, complex_ok);
 }
 /// Any other argument (scalars, sizes, flags) does not decide.
 template <class T>
-bool needsHost(const T&) {
+bool needsHost(const T&, bool) {
   return false;
 }
+
+/// Whether the operator (e.g. "mul.Tensor") has complex64/complex128 kernels.
+bool computesComplex(const char* name);
 
 /// "add.Tensor" -> the dispatcher's aten::add.Tensor.
 c10::OperatorHandle findOperator(const char* name);
@@ -67,9 +75,10 @@ struct Routed;
 template <class Fn, class Return, class... Args>
 struct Routed<Fn, Return(Args...)> {
   static inline const char* name = nullptr;  // set once at registration
+  static inline bool complex_ok = false;      // set once at registration
 
   static Return call(Args... args) {
-    if ((needsHost(args) || ...)) {
+    if ((needsHost(args, complex_ok) || ...)) {
       static const c10::OperatorHandle op = findOperator(name);
       return c10::impl::BoxedKernelWrapper<Return(Args...)>::call(
           c10::BoxedKernel::makeFromFunction<&hostFallback>(), op, c10::DispatchKeySet(),
@@ -112,6 +121,7 @@ class NativeKernels {
                             "maia: one kernel lambda registered as ", Wrapper::name, " and ",
                             name);
       Wrapper::name = name;
+      Wrapper::complex_ok = computesComplex(name);
       library_.impl(name, c10::CompileTimeFunctionPointer<Signature, &Wrapper::call>());
     } else {
       library_.impl(name, std::forward<Fn>(fn));
