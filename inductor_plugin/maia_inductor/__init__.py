@@ -25,6 +25,7 @@ def register() -> None:
 
     from . import config
     from .compiler import compiler_identity
+    from .cpp_wrapper import MaiaCppWrapper
     from .device import MaiaDeviceOpOverrides
     from .graph_passes import MaiaPostGradPasses
     from .scheduling import MaiaScheduling
@@ -37,6 +38,7 @@ def register() -> None:
 
     register_device_op_overrides("maia", MaiaDeviceOpOverrides())
     register_backend_for_device("maia", MaiaScheduling, MaiaWrapperCodegen,
+                                device_cpp_wrapper_codegen=MaiaCppWrapper,
                                 device_custom_pass=MaiaPostGradPasses(),
                                 device_custom_config=config)
     _registered = True

@@ -333,6 +333,9 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
         else:
             sizes = (self._numel("x"), self.vector_range(self.vector_tree()).inner)
             grid_fn = "maia_pointwise_grid"
+        if V.graph.cpp_wrapper:
+            self._call_from_cpp(wrapper, name, sizes, grid_fn)
+            return
         if all(isinstance(size, (int, sympy.Integer)) for size in sizes):
             # static shapes: the grid is a constant of the wrapper
             from . import runtime
@@ -341,3 +344,23 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
         else:
             grid = f"{grid_fn}({', '.join(pexpr(size) for size in sizes)})"
         wrapper.writeline(f"{name}.run({grid}, {', '.join(args)})")
+
+    def _call_from_cpp(self, wrapper, name, sizes, grid_fn) -> None:
+        """The C++ wrapper's launch: the shim computes the same grid."""
+        from torch._inductor.codegen.common import TensorArg
+        from torch._inductor.codegen.cpp_utils import cexpr
+
+        arg_defs, call_args, signature, _ = self.args.python_argdefs()
+        args = []
+        for outer, arg in zip(call_args, signature):
+            if isinstance(arg, TensorArg) and V.graph.is_unspec_arg(arg.buffer):
+                raise NotImplementedError("maia cpp_wrapper: unspecialized scalar tensor "
+                                          f"argument {outer} of {name}")
+            if isinstance(arg, TensorArg):
+                args.append(("tensor", str(outer)))
+            else:
+                args.append(("int", cexpr(V.graph.sizevars.simplify(sympy.sympify(outer)))))
+        if grid_fn == "maia_pointwise_grid" and len(sizes) == 2:
+            sizes = (*sizes, 1)
+        grid_kind = 0 if grid_fn == "maia_pointwise_grid" else 1
+        wrapper.write_maia_kernel_call(name, grid_kind, [cexpr(s) for s in sizes], args)

@@ -47,6 +47,9 @@ class MaiaScheduling(SIMDScheduling):
         mlir = src_code.replace(KERNEL_NAME_PLACEHOLDER, name)
         for observe in kernel_source_observers:
             observe(name, mlir)
+        if V.graph.cpp_wrapper:
+            wrapper.define_maia_kernel(name, mlir)
+            return name
         origins, detailed_origins = get_kernel_metadata(node_schedule, wrapper)
         wrapper.header.writeline("")
         for line in (origins + "\n" + detailed_origins).splitlines():

@@ -20,6 +20,19 @@ import torch  # noqa: E402
 # allocators, hooks, generator and operators for PrivateUse1.
 from . import _C  # noqa: F401
 
+
+def _export_runtime_symbols() -> None:
+    # C++ wrappers of compiled graphs (cpp_wrapper, AOTInductor packages)
+    # call libmaia_torch's C shim (maia/aoti.h) without linking it: promote
+    # the library _C loaded to global symbol resolution.
+    import ctypes
+    import os
+
+    ctypes.CDLL("libmaia_torch.so", mode=os.RTLD_GLOBAL | os.RTLD_NOLOAD)
+
+
+_export_runtime_symbols()
+
 _BACKEND = "maia"
 
 # libmaia_torch.so registered the name with c10 already; this renames the

@@ -1,0 +1,150 @@
+// The C shim of maia/aoti.h: C++ wrappers of compiled graphs load and launch
+// .maiabin kernels through the same CompiledKernel the Python wrapper uses.
+#include <maia/aoti.h>
+
+#include <ATen/Functions.h>
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/inductor/aoti_torch/c/shim.h>
+#include <torch/csrc/inductor/aoti_torch/utils.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "CompiledKernel.h"
+#include "WorkSplit.h"
+
+namespace {
+
+thread_local std::string last_error;
+
+// Compiled kernels' vector width (maia_inductor/mlir_types.py VL).
+constexpr int64_t kLanes = 16;
+
+template <typename F>
+int32_t guarded(F&& body) {
+  try {
+    body();
+    return 0;
+  } catch (const c10::Error& error) {
+    last_error = error.what_without_backtrace();
+  } catch (const std::exception& error) {
+    last_error = error.what();
+  }
+  return 1;
+}
+
+}  // namespace
+
+struct MaiaAotiKernelOpaque {
+  torch_maia::CompiledKernel kernel;
+};
+
+extern "C" {
+
+__attribute__((visibility("default"))) int32_t maia_aoti_kernel_load(
+    const char* path, const char* name, MaiaAotiKernelHandle* out) {
+  return guarded([&] {
+    if (*out != nullptr) return;
+    TORCH_CHECK(std::filesystem::is_regular_file(path), "compiled maia kernel file '", path,
+                "' (kernel ", name, ") does not exist");
+    std::shared_ptr<torch_maia::UserModule> module;
+    try {
+      module = std::make_shared<torch_maia::UserModule>(path);
+    } catch (const std::exception& error) {
+      TORCH_CHECK(false, "cannot load compiled maia kernel file '", path, "' (kernel ", name,
+                  "): ", error.what());
+    }
+    // Leaked on purpose: the generated code holds it in a static for the
+    // life of the process (as CUDA modules of AOTI wrappers are).
+    *out = new MaiaAotiKernelOpaque{torch_maia::CompiledKernel(module, name)};
+  });
+}
+
+__attribute__((visibility("default"))) int32_t maia_aoti_kernel_launch(
+    MaiaAotiKernelHandle kernel, int32_t grid_kind, const int64_t* sizes,
+    const MaiaAotiArg* args, int32_t num_args, int32_t device) {
+  return guarded([&] {
+    TORCH_CHECK(kernel != nullptr, "launch of a maia kernel that was not loaded");
+    const torch_maia::CompiledKernel& compiled = kernel->kernel;
+    std::array<int64_t, 3> grid{1, 1, 1};
+    if (grid_kind == MAIA_AOTI_GRID_POINTWISE) {
+      const auto split = torch_maia::pointwiseGrid(sizes[0], sizes[1], sizes[2], kLanes);
+      grid[0] = split[0];
+      grid[1] = split[1];
+    } else {
+      grid[0] = torch_maia::reductionGrid(sizes[0], sizes[1]);
+    }
+    if (grid[0] <= 0) return;
+    std::vector<maiaKernelArg> driver_args;
+    driver_args.reserve(num_args);
+    for (int i = 0; i < num_args; ++i) {
+      const MaiaAotiArg& arg = args[i];
+      if (arg.kind == MAIA_AOTI_TENSOR) {
+        at::Tensor* tensor = torch::aot_inductor::tensor_handle_to_tensor_pointer(
+            static_cast<AtenTensorHandle>(arg.tensor));
+        driver_args.push_back(compiled.tensorArg(i, *tensor));
+      } else if (arg.kind == MAIA_AOTI_INT) {
+        driver_args.push_back(compiled.intArg(i, arg.int_value));
+      } else {
+        driver_args.push_back(compiled.floatArg(i, arg.float_value));
+      }
+    }
+    compiled.launch(grid, driver_args, static_cast<c10::DeviceIndex>(device));
+  });
+}
+
+__attribute__((visibility("default"))) const char* maia_aoti_last_error(void) {
+  return last_error.c_str();
+}
+
+#define MAIA_SHIM_EXPORT __attribute__((visibility("default")))
+using torch::aot_inductor::new_tensor_handle;
+using torch::aot_inductor::tensor_handle_to_tensor_pointer;
+
+MAIA_SHIM_EXPORT int32_t aoti_torch_maia_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                AtenTensorHandle mat2) {
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    at::mm_out(*tensor_handle_to_tensor_pointer(out), *tensor_handle_to_tensor_pointer(self),
+               *tensor_handle_to_tensor_pointer(mat2));
+  });
+}
+
+MAIA_SHIM_EXPORT int32_t aoti_torch_maia_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                 AtenTensorHandle mat2) {
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    at::bmm_out(*tensor_handle_to_tensor_pointer(out), *tensor_handle_to_tensor_pointer(self),
+                *tensor_handle_to_tensor_pointer(mat2));
+  });
+}
+
+MAIA_SHIM_EXPORT int32_t aoti_torch_maia_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                   AtenTensorHandle mat1, AtenTensorHandle mat2,
+                                                   double beta, double alpha) {
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    at::addmm_out(*tensor_handle_to_tensor_pointer(out), *tensor_handle_to_tensor_pointer(self),
+                  *tensor_handle_to_tensor_pointer(mat1), *tensor_handle_to_tensor_pointer(mat2),
+                  beta, alpha);
+  });
+}
+
+MAIA_SHIM_EXPORT int32_t aoti_torch_maia_convolution(
+    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias,
+    const int64_t* stride, int64_t stride_len_, const int64_t* padding, int64_t padding_len_,
+    const int64_t* dilation, int64_t dilation_len_, int32_t transposed,
+    const int64_t* output_padding, int64_t output_padding_len_, int64_t groups,
+    AtenTensorHandle* ret0) {
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    std::optional<at::Tensor> bias_tensor;
+    if (bias != nullptr && *bias != nullptr) bias_tensor = *tensor_handle_to_tensor_pointer(*bias);
+    at::Tensor result = at::convolution(
+        *tensor_handle_to_tensor_pointer(input), *tensor_handle_to_tensor_pointer(weight),
+        bias_tensor, c10::IntArrayRef(stride, stride_len_),
+        c10::IntArrayRef(padding, padding_len_), c10::IntArrayRef(dilation, dilation_len_),
+        transposed != 0, c10::IntArrayRef(output_padding, output_padding_len_), groups);
+    *ret0 = new_tensor_handle(std::move(result));
+  });
+}
+
+}  // extern "C"
