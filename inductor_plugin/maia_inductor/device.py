@@ -18,3 +18,7 @@ class MaiaDeviceOpOverrides(DeviceOpOverrides):
 
     def device_guard(self, device_idx: int) -> str:
         return f"torch.maia.device({device_idx})"
+
+    def cpp_kernel_type(self) -> str:
+        # the C++ wrapper's kernel handles (maia/aoti.h)
+        return "MaiaAotiKernelHandle"

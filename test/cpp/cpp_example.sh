@@ -4,6 +4,11 @@
 #       cmake --install the build into $MAIA_WORK_DIR/prefix, configure and
 #       build examples/cpp_training against it, run it (no Python, no
 #       MAIA_KERNEL_DIR: the installed library finds its kernels itself).
+#   cpp_example.sh aoti
+#       (after `example`, which installed the prefix) build examples/cpp_aoti
+#       against the prefix, compile AOTInductor packages of zoo models with
+#       $MAIA_PYTHON (tools/bench/aoti_packages.py), and run each from C++
+#       without Python against eager CPU's outputs, at two batch sizes.
 #   cpp_example.sh symbols <list>
 #       the dynamic symbols the example binary needs that libmaia_*.so of the
 #       prefix define must be exactly <list> (mangled names, sorted), and
@@ -16,6 +21,17 @@ binary="$build/maia_cpp_training"
 
 step() { echo "== $*"; }
 
+# build_example <directory under examples/> <build directory>
+build_example() {
+  local launcher=()
+  [[ -n "${MAIA_CCACHE:-}" ]] && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$MAIA_CCACHE")
+  CCACHE_BASEDIR="$MAIA_SOURCE_DIR" CCACHE_NOHASHDIR=1 \
+  cmake -S "$MAIA_SOURCE_DIR/examples/$1" -B "$2" -G "$MAIA_CMAKE_GENERATOR" \
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$MAIA_CXX_COMPILER" "${launcher[@]}" \
+    -DCMAKE_PREFIX_PATH="$prefix;$MAIA_TORCH_CMAKE_PREFIX" --log-level=WARNING > /dev/null
+  CCACHE_BASEDIR="$MAIA_SOURCE_DIR" CCACHE_NOHASHDIR=1 cmake --build "$2"
+}
+
 example() {
   rm -rf "$prefix" "$build"
   step "install into $prefix"
@@ -23,16 +39,26 @@ example() {
     { cat "$MAIA_WORK_DIR.install.log"; exit 1; }
   find "$prefix" -type f | sed "s|^$prefix/|   |" | sort
   step "configure and build examples/cpp_training against it"
-  local launcher=()
-  [[ -n "${MAIA_CCACHE:-}" ]] && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER="$MAIA_CCACHE")
-  CCACHE_BASEDIR="$MAIA_SOURCE_DIR" CCACHE_NOHASHDIR=1 \
-  cmake -S "$MAIA_SOURCE_DIR/examples/cpp_training" -B "$build" -G "$MAIA_CMAKE_GENERATOR" \
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER="$MAIA_CXX_COMPILER" "${launcher[@]}" \
-    -DCMAKE_PREFIX_PATH="$prefix;$MAIA_TORCH_CMAKE_PREFIX" --log-level=WARNING > /dev/null
-  CCACHE_BASEDIR="$MAIA_SOURCE_DIR" CCACHE_NOHASHDIR=1 cmake --build "$build"
+  build_example cpp_training "$build"
   step "run it"
   # No Python is started and nothing points into the build tree.
   env -u MAIA_KERNEL_DIR -u PYTHONPATH "$binary"
+}
+
+aoti() {
+  local aoti_build="$MAIA_WORK_DIR/aoti-build" packages="$MAIA_WORK_DIR/aoti-packages"
+  [[ -d "$prefix" ]] || { echo "no $prefix: run the test cpp.example first"; exit 1; }
+  rm -rf "$aoti_build" "$packages"
+  step "configure and build examples/cpp_aoti against $prefix"
+  build_example cpp_aoti "$aoti_build"
+  step "compile AOTInductor packages (Python)"
+  "$MAIA_PYTHON" "$MAIA_SOURCE_DIR/tools/bench/aoti_packages.py" --out "$packages" gpt2_block cnn
+  local name
+  for name in gpt2_block cnn; do
+    step "run $name.pt2 from C++"
+    env -u MAIA_KERNEL_DIR -u PYTHONPATH \
+      "$aoti_build/maia_aoti_run" "$packages/$name.pt2" "$packages/$name.cases.pt"
+  done
 }
 
 symbols() {
@@ -70,6 +96,7 @@ symbols() {
 
 case "${1:-}" in
   example) example ;;
+  aoti) aoti ;;
   symbols) symbols "$2" ;;
-  *) echo "usage: cpp_example.sh example | symbols <list>" >&2; exit 2 ;;
+  *) echo "usage: cpp_example.sh example | aoti | symbols <list>" >&2; exit 2 ;;
 esac

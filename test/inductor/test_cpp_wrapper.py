@@ -17,9 +17,6 @@ from compile_support import to_maia  # noqa: E402
 
 from maia_inductor.runtime import MaiaCompiledKernel  # noqa: E402
 
-SMALL_ZOO = ["mlp", "cnn", "gpt2_block", "bert_layer", "rmsnorm_mlp"]
-
-
 def run_cpp_wrapper(model, inputs):
     torch._dynamo.reset()
     with inductor_config.patch(cpp_wrapper=True), torch.no_grad():
@@ -27,7 +24,7 @@ def run_cpp_wrapper(model, inputs):
         return model_zoo.first_tensor(compiled(*to_maia(inputs)))
 
 
-@pytest.mark.parametrize("name", [n for n in SMALL_ZOO if n in model_zoo.ZOO])
+@pytest.mark.parametrize("name", sorted(model_zoo.ZOO))
 def test_zoo_matches_eager_cpu(name):
     model, inputs = model_zoo.build(name)
     with torch.no_grad():

@@ -7,12 +7,15 @@
 #include <torch/csrc/inductor/aoti_torch/c/shim.h>
 #include <torch/csrc/inductor/aoti_torch/utils.h>
 
+#include <dlfcn.h>
+
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "CompiledKernel.h"
+#include "MaiaFunctions.h"
 #include "WorkSplit.h"
 
 namespace {
@@ -62,6 +65,18 @@ __attribute__((visibility("default"))) int32_t maia_aoti_kernel_load(
   });
 }
 
+__attribute__((visibility("default"))) int32_t maia_aoti_kernel_load_beside(
+    const void* anchor, const char* file, const char* name, MaiaAotiKernelHandle* out) {
+  if (*out != nullptr) return 0;
+  Dl_info info{};
+  if (dladdr(anchor, &info) == 0 || info.dli_fname == nullptr) {
+    last_error = std::string("cannot find the library that loads maia kernel ") + name;
+    return 1;
+  }
+  const auto path = std::filesystem::path(info.dli_fname).parent_path() / file;
+  return maia_aoti_kernel_load(path.c_str(), name, out);
+}
+
 __attribute__((visibility("default"))) int32_t maia_aoti_kernel_launch(
     MaiaAotiKernelHandle kernel, int32_t grid_kind, const int64_t* sizes,
     const MaiaAotiArg* args, int32_t num_args, int32_t device) {
@@ -91,7 +106,20 @@ __attribute__((visibility("default"))) int32_t maia_aoti_kernel_launch(
         driver_args.push_back(compiled.floatArg(i, arg.float_value));
       }
     }
-    compiled.launch(grid, driver_args, static_cast<c10::DeviceIndex>(device));
+    compiled.launch(grid, driver_args,
+                    torch_maia::resolveDevice(static_cast<c10::DeviceIndex>(device)));
+  });
+}
+
+__attribute__((visibility("default"))) int32_t maia_aoti_constant_to_device(
+    AtenTensorHandle host, AtenTensorHandle* out) {
+  return guarded([&] {
+    const at::Tensor& source = *torch::aot_inductor::tensor_handle_to_tensor_pointer(host);
+    at::Tensor copy = at::empty_strided(
+        source.sizes(), source.strides(),
+        source.options().device(c10::Device(c10::DeviceType::PrivateUse1, torch_maia::currentDevice())));
+    copy.copy_(source);
+    *out = torch::aot_inductor::new_tensor_handle(std::move(copy));
   });
 }
 

@@ -35,11 +35,23 @@ enum { MAIA_AOTI_GRID_POINTWISE = 0, MAIA_AOTI_GRID_REDUCTION = 1 };
 /// maia_aoti_last_error() (naming the file).
 int32_t maia_aoti_kernel_load(const char* path, const char* name, MaiaAotiKernelHandle* out);
 
+/// As maia_aoti_kernel_load, for `file` in the directory of the library
+/// that holds the address `anchor` (an AOTInductor package, unpacked
+/// anywhere, keeps its kernel files beside its wrapper library).
+int32_t maia_aoti_kernel_load_beside(const void* anchor, const char* file, const char* name,
+                                     MaiaAotiKernelHandle* out);
+
 /// Launches kernel over the grid of `grid_kind` on the current stream of
-/// `device`. Returns 0 or nonzero (see maia_aoti_last_error()).
+/// `device` (-1: the current maia device). Returns 0 or nonzero (see
+/// maia_aoti_last_error()).
 int32_t maia_aoti_kernel_launch(MaiaAotiKernelHandle kernel, int32_t grid_kind,
                                 const int64_t* sizes, const MaiaAotiArg* args, int32_t num_args,
                                 int32_t device);
+
+/// A new tensor on the current maia device with the sizes, strides, dtype and
+/// values of `host` (a constant an AOTInductor container loaded into host
+/// memory). Returns 0 or nonzero (see maia_aoti_last_error()).
+int32_t maia_aoti_constant_to_device(AtenTensorHandle host, AtenTensorHandle* out);
 
 /// The message of this thread's last failed call.
 const char* maia_aoti_last_error(void);
