@@ -21,13 +21,19 @@ import torch
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 from torch._inductor.virtualized import V
 
-# The shim header, in the source tree beside the plugin (editable install) or
-# installed in include/ next to the library.
-_HEADERS = Path(__file__).resolve().parents[2] / "runtime/torch/include/maia"
+def header_dir() -> Path:
+    """maia's C++ headers: installed with the library (torch_maia/include in
+    the wheel), else in the source tree beside the plugin (editable set-up)."""
+    import torch_maia
+
+    installed = Path(torch_maia.__file__).resolve().parent / "include" / "maia"
+    if installed.is_dir():
+        return installed
+    return Path(__file__).resolve().parents[2] / "runtime/torch/include/maia"
 
 
 def header_text(name: str) -> str:
-    text = (_HEADERS / name).read_text()
+    text = (header_dir() / name).read_text()
     return "\n".join(line for line in text.splitlines() if not line.startswith("#pragma once"))
 
 

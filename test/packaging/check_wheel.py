@@ -38,6 +38,8 @@ REQUIRED = [
     "torch_maia/bin/maia-compile",
     "torch_maia/bin/maia-opt",
     "torch_maia/include/maia/runtime.h",
+    "torch_maia/include/maia/aoti.h",
+    "torch_maia/include/maia/aoti_device_constants.h",
     "torch_maia/lib/cmake/Maia/MaiaConfig.cmake",
     "maia_inductor/__init__.py",
     "maia_inductor/compiler.py",

@@ -2,7 +2,7 @@
 
 Run by the venv's Python from a directory outside the checkout, with
 softmax.mlir beside it: `import torch` alone finds maia; eager ops, a
-torch.compile'd function and a user kernel (compiled by the installed
+torch.compile'd function (also with cpp_wrapper) and a user kernel (compiled by the installed
 maia-compile console script, loaded with torch.maia.load_module) match the
 CPU; maia-opt runs; and nothing this process or its compiler workers
 loaded comes from the checkout (argv[1]), which also holds the build trees
@@ -56,6 +56,14 @@ cache = Path(os.environ["TORCHINDUCTOR_CACHE_DIR"])
 binaries = list(cache.rglob("*.maiabin"))
 assert binaries, f"torch.compile wrote no MAIA kernel binary under {cache}"
 print(f"torch.compile: ok ({len(binaries)} kernel binaries, compiler {compiler})")
+
+# cpp_wrapper: the C++ wrapper carries the installed maia/aoti.h.
+import torch._inductor.config as inductor_config  # noqa: E402
+
+torch._dynamo.reset()
+with inductor_config.patch(cpp_wrapper=True):
+    torch.testing.assert_close(torch.compile(fn)(xd, yd).cpu(), fn(x, y))
+print("cpp_wrapper: ok")
 
 # The compiler workers that torch.compile started: the installed binary, and
 # none of their mappings in the checkout either.
