@@ -105,3 +105,31 @@ class TestFailures:
             world.close()
         assert "it runs allreduce (SUM) of 200 Float" in messages[0], messages
         assert "it runs allreduce (SUM) of 100 Float" in messages[1], messages
+
+    def test_mismatched_send_and_recv_fail_both(self):
+        world = World(2, env={"MAIA_DIST_ASYNC_ERROR_HANDLING": "0"}, timeout_s=TIMEOUT_S)
+        try:
+            messages = world.run(mismatched_send_recv)
+        finally:
+            world.close()
+        assert "rank 0 sent 400 bytes with tag 0 (send/recv), this rank receives 800 bytes" \
+            in messages[1], messages
+        assert "RECV (sequence number" in messages[1], messages
+        assert "rank 1 failed an earlier IPC step" in messages[0], messages
+
+
+def mismatched_send_recv(rank, world):
+    """Rank 0 sends 100 floats, rank 1 receives 200: the receive fails naming
+    both sizes. The send completed (its data was handed over, as with NCCL or
+    Gloo), so the sender learns it at its next operation of the group."""
+    d = torch.device("maia", rank)
+    if rank == 0:
+        dist.isend(torch.ones(100, device=d), dst=1).wait()
+        work = dist.all_reduce(torch.ones(8, device=d), async_op=True)
+    else:
+        work = dist.irecv(torch.zeros(200, device=d), src=0)
+    torch.maia.synchronize()
+    assert work.is_completed() and not work.is_success()
+    with pytest.raises(dist.DistBackendError, match="failed"):
+        work.wait()
+    return str(work.exception())

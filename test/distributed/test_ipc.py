@@ -88,7 +88,7 @@ def check_pieces(rank, world):
 
 
 def check_movement_without_gloo(rank, world):
-    """gather, scatter, all_to_all_single with equal splits and barrier in many
+    """gather, scatter, all_to_all_single, point-to-point and barrier in many
     pieces, moved over IPC: the group issues no Gloo operation for them."""
     failures = Failures()
     d = dev(rank)
@@ -111,20 +111,62 @@ def check_movement_without_gloo(rank, world):
         dist.all_to_all_single(out, blocks[rank].to(d))
         failures.check(out, torch.stack([blocks[r][rank] for r in range(world)]),
                        f"all_to_all_single {dtype}")
+        check_point_to_point(rank, world, dtype, salt, failures)
     dist.barrier(device_ids=[rank])
     failures.raise_any()
     after = backend(rank)._launch_counts()["gloo_operations"]
     assert after == before, (before, after)
-    # Uneven splits still go through Gloo.
-    splits = [1] * world
-    splits[0] += 1 if rank == 0 else 0
-    dst = torch.zeros(sum(1 + (rank == 0 and p == 0) for p in range(world)), device=d)
-    src = torch.full((sum(splits),), float(rank), device=d)
-    out_splits = [1 + (rank == 0 and p == 0) for p in range(world)]
-    dist.all_to_all_single(dst, src, out_splits, splits)
-    assert dst.cpu().tolist() == [float(p) for p in range(world)
-                                  for _ in range(out_splits[p])]
-    assert backend(rank)._launch_counts()["gloo_operations"] == after + 1
+
+
+def check_point_to_point(rank, world, dtype, salt, failures):
+    """send/recv, batch_isend_irecv both ways, recv from any rank and uneven
+    all_to_all_single, in many 1 KiB channel pieces (empty messages too)."""
+    d = dev(rank)
+    numel = 4001
+    nxt, prv = (rank + 1) % world, (rank - 1) % world
+    mine = value(rank, (numel,), dtype, salt)
+    got = torch.empty(numel, dtype=dtype, device=d)
+    if rank % 2 == 0:
+        dist.send(mine.to(d), dst=nxt)
+        dist.recv(got, src=prv)
+    else:
+        dist.recv(got, src=prv)
+        dist.send(mine.to(d), dst=nxt)
+    failures.check(got, value(prv, (numel,), dtype, salt), f"send/recv {dtype}")
+    # Both ways at once, large: the pieces of the batch interleave.
+    from_prev = torch.empty(numel, dtype=dtype, device=d)
+    from_next = torch.empty(numel + rank, dtype=dtype, device=d)
+    ops = [dist.P2POp(dist.isend, mine.to(d), nxt),
+           dist.P2POp(dist.isend, value(rank, (numel + prv,), dtype, salt + 2).to(d), prv),
+           dist.P2POp(dist.irecv, from_prev, prv), dist.P2POp(dist.irecv, from_next, nxt)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    failures.check(from_prev, value(prv, (numel,), dtype, salt), f"batch from prev {dtype}")
+    failures.check(from_next, value(nxt, (numel + rank,), dtype, salt + 2),
+                   f"batch from next {dtype}")
+    # recv from any rank: rank 0 learns each sender.
+    if rank == 0:
+        senders = []
+        for _ in range(world - 1):
+            t = torch.empty(numel, dtype=dtype, device=d)
+            src = dist.recv(t)
+            failures.check(t, value(src, (numel,), dtype, salt), f"recv any {dtype} from {src}")
+            senders.append(src)
+        assert sorted(senders) == list(range(1, world)), senders
+    else:
+        dist.send(mine.to(d), dst=0)
+    # Uneven all_to_all: rank r sends (r + p) % 3 * 700 rows to rank p (zero included).
+    in_splits = [(rank + p) % 3 * 700 for p in range(world)]
+    out_splits = [(p + rank) % 3 * 700 for p in range(world)]
+    src = value(rank, (sum(in_splits), 2), dtype, salt + 3)
+    dst = torch.empty(sum(out_splits), 2, dtype=dtype, device=d)
+    dist.all_to_all_single(dst, src.to(d), out_splits, in_splits)
+    expected = []
+    for p in range(world):
+        theirs = [(p + q) % 3 * 700 for q in range(world)]
+        block = value(p, (sum(theirs), 2), dtype, salt + 3)
+        expected.append(block[sum(theirs[:rank]):sum(theirs[:rank + 1])])
+    failures.check(dst, torch.cat(expected), f"uneven all_to_all_single {dtype}")
 
 
 def check_all_ranks_agree(rank, world):

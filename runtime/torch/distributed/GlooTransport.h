@@ -14,17 +14,6 @@
 
 namespace torch_maia::distributed {
 
-/// Tears the process down when an exchange fails (NCCL's default), unless
-/// MAIA_DIST_ASYNC_ERROR_HANDLING=0: then the error is kept and raised by the
-/// next wait, barrier or collective of the group.
-bool abortOnAsyncError();
-
-/// Reports that launch label's exchange failed with cause (on a driver core):
-/// fails status, then tears the process down unless abortOnAsyncError() is
-/// false (the device steps queued behind the exchange would otherwise hand
-/// the caller whatever the buffers hold).
-void failExchange(LaunchStatus& status, const std::string& label, const std::string& cause);
-
 class GlooTransport final : public Transport {
  public:
   explicit GlooTransport(c10::intrusive_ptr<c10d::Backend> gloo);

@@ -61,7 +61,14 @@ void futexWakeAll(std::atomic<uint32_t>* word) {
 
 }  // namespace
 
-/// In shared memory: a header line, then one line per rank.
+struct alignas(kLine) IpcControl::Pair {
+  std::atomic<uint64_t> published;
+  std::atomic<uint64_t> consumed;
+  PieceHeader header[2];  // of the piece in each slot
+};
+
+/// In shared memory: a header line, one line per rank, then one line per
+/// ordered pair of ranks (the point-to-point channels).
 struct IpcControl::Block {
   alignas(kLine) std::atomic<uint32_t> bell;  // futex word: bumped at every arrival
   std::atomic<uint32_t> sleepers;             // waiters in futexWait (wake only if any)
@@ -74,7 +81,8 @@ IpcControl::IpcControl(c10d::Store& store, const std::string& prefix, int rank,
     : rank_(rank),
       size_(static_cast<int>(group_ranks.size())),
       group_ranks_(std::move(group_ranks)),
-      bytes_(kLine + sizeof(Arrival) * group_ranks_.size()) {
+      bytes_(kLine + sizeof(Arrival) * group_ranks_.size() +
+             sizeof(Pair) * group_ranks_.size() * group_ranks_.size()) {
   const int size = size_;
   std::string name;
   int fd = -1;
@@ -162,8 +170,7 @@ std::string IpcControl::arriveAndWait(uint64_t epoch, const std::string& step,
   mine.step_hash[ring] = hash;
   std::snprintf(mine.step_text[ring], kStepText, "%s", step.c_str());
   mine.epoch.store(epoch);  // publishes the step written above
-  block.bell.fetch_add(1);
-  if (block.sleepers.load() > 0) futexWakeAll(&block.bell);
+  ringBell();
 
   auto missing = [&] {
     for (int peer = 0; peer < size_; ++peer)
@@ -183,35 +190,131 @@ std::string IpcControl::arriveAndWait(uint64_t epoch, const std::string& step,
     }
     return "";
   };
+  auto waiting_for = [&] {
+    std::string waiting;
+    for (int p = 0; p < size_; ++p)
+      if (arrivals[p].epoch.load() < epoch)
+        waiting += (waiting.empty() ? "" : ", ") + std::to_string(group_ranks_[p]);
+    return c10::str("rank(s) ", waiting, " to reach the same step");
+  };
+  std::string cause = waitUntil([&] { return missing() < 0; }, waiting_for, timeout);
+  return cause.empty() ? compare() : cause;
+}
+
+void IpcControl::ringBell() {
+  block_->bell.fetch_add(1);
+  if (block_->sleepers.load() > 0) futexWakeAll(&block_->bell);
+}
+
+std::string IpcControl::waitUntil(const std::function<bool()>& ready,
+                                  const std::function<std::string()>& waiting_for,
+                                  std::chrono::milliseconds timeout) {
+  Block& block = *block_;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0;; ++i) {
-    if (missing() < 0) return compare();
+    if (ready()) return "";
     _mm_pause();
     if ((i & 63) == 63 && std::chrono::steady_clock::now() - start > kSpin) break;
   }
   auto deadline = start + timeout;
   while (true) {
     uint32_t bell = block.bell.load();
-    int peer = missing();
-    if (peer < 0) return compare();
-    if (std::string cause = reported(); !cause.empty()) return cause;
+    if (ready()) return "";
+    if (uint32_t failed = block.failed.load(); failed != 0)
+      return c10::str("rank ", group_ranks_.at(failed - 1),
+                      " failed an earlier IPC step of this group");
     int dead = exitedPeer();
     if (dead >= 0)
       return failure(c10::str("rank ", group_ranks_[dead], " (pid ", pids_[dead],
                               ") exited during the collective"));
     auto now = std::chrono::steady_clock::now();
-    if (now >= deadline) {
-      std::string waiting;
-      for (int p = 0; p < size_; ++p)
-        if (arrivals[p].epoch.load() < epoch)
-          waiting += (waiting.empty() ? "" : ", ") + std::to_string(group_ranks_[p]);
-      return failure(c10::str("timed out after ", timeout.count(), " ms waiting for rank(s) ",
-                              waiting, " to reach the same step"));
-    }
+    if (now >= deadline)
+      return failure(c10::str("timed out after ", timeout.count(), " ms waiting for ",
+                              waiting_for()));
     block.sleepers.fetch_add(1);
     futexWait(&block.bell, bell, std::min<std::chrono::nanoseconds>(kSlice, deadline - now));
     block.sleepers.fetch_sub(1);
   }
+}
+
+IpcControl::Pair& IpcControl::pair(int from, int to) const {
+  auto* pairs = reinterpret_cast<Pair*>(reinterpret_cast<char*>(block_) + kLine +
+                                        sizeof(Arrival) * size_);
+  return pairs[from * size_ + to];
+}
+
+namespace {
+
+const char* kindName(int32_t kind) {
+  return kind == IpcControl::kSendRecv ? "send/recv" : kind == IpcControl::kAllToAll
+                                                           ? "all_to_all"
+                                                           : "nothing";
+}
+
+}  // namespace
+
+std::string IpcControl::waitSlotFree(int to, uint64_t piece, std::chrono::milliseconds timeout) {
+  if (piece <= 2) return "";
+  Pair& channel = pair(rank_, to);
+  return waitUntil(
+      [&] { return channel.consumed.load(std::memory_order_acquire) + 2 >= piece; },
+      [&] { return c10::str("rank ", group_ranks_[to], " to receive what this rank sends it"); },
+      timeout);
+}
+
+void IpcControl::publish(int to, uint64_t piece, const PieceHeader& header) {
+  Pair& channel = pair(rank_, to);
+  channel.header[piece % 2] = header;
+  channel.published.store(piece, std::memory_order_release);
+  ringBell();
+}
+
+std::string IpcControl::waitPublished(int from, uint64_t piece, const PieceHeader& expected,
+                                      std::chrono::milliseconds timeout) {
+  Pair& channel = pair(from, rank_);
+  std::string cause = waitUntil(
+      [&] { return channel.published.load(std::memory_order_acquire) >= piece; },
+      [&] {
+        return c10::str("rank ", group_ranks_[from], " to send ", expected.message_bytes,
+                        " bytes (tag ", expected.tag, ", ", kindName(expected.kind), ")");
+      },
+      timeout);
+  if (!cause.empty()) return cause;
+  const PieceHeader got = channel.header[piece % 2];
+  if (got.message_bytes == expected.message_bytes && got.tag == expected.tag &&
+      got.kind == expected.kind)
+    return "";
+  return failure(c10::str("rank ", group_ranks_[from], " sent ", got.message_bytes,
+                          " bytes with tag ", got.tag, " (", kindName(got.kind),
+                          "), this rank receives ", expected.message_bytes, " bytes with tag ",
+                          expected.tag, " (", kindName(expected.kind),
+                          "): the ranks' sends and receives do not match"));
+}
+
+void IpcControl::consume(int from, uint64_t piece) {
+  pair(from, rank_).consumed.store(piece, std::memory_order_release);
+  ringBell();
+}
+
+int IpcControl::waitAnySender(const std::vector<uint64_t>& next, int32_t tag,
+                              std::chrono::milliseconds timeout, std::string* cause) {
+  int sender = -1;
+  auto ready = [&] {
+    for (int p = 0; p < size_; ++p) {
+      if (p == rank_) continue;
+      Pair& channel = pair(p, rank_);
+      if (channel.published.load(std::memory_order_acquire) < next[p]) continue;
+      const PieceHeader& header = channel.header[next[p] % 2];
+      if (header.tag == tag && header.kind == kSendRecv) {
+        sender = p;
+        return true;
+      }
+    }
+    return false;
+  };
+  *cause = waitUntil(ready, [&] { return c10::str("any rank to send with tag ", tag); },
+                     timeout);
+  return sender;
 }
 
 }  // namespace torch_maia::distributed

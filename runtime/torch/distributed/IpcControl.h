@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,31 @@ class IpcControl {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
+  /// What a piece of a point-to-point message carries besides its data, so
+  /// that a receive matched with the wrong send fails instead of mixing data.
+  struct PieceHeader {
+    int64_t message_bytes = 0;
+    int32_t tag = 0;
+    int32_t kind = 0;  // PieceKind
+  };
+  enum PieceKind : int32_t { kSendRecv = 1, kAllToAll = 2 };
+  /// The channel of each ordered pair (from, to) counts the pieces `from`
+  /// published and `to` consumed; a piece's data sits in one of two slots of
+  /// the sender's scratch (piece n in slot n % 2), so the sender may publish
+  /// piece n once piece n - 2 is consumed. These run on driver cores, as
+  /// host functions of the communication stream, and return "" or why they
+  /// failed (a peer exited, failed, timed out, or sent another message).
+  std::string waitSlotFree(int to, uint64_t piece, std::chrono::milliseconds timeout);
+  void publish(int to, uint64_t piece, const PieceHeader& header);
+  std::string waitPublished(int from, uint64_t piece, const PieceHeader& expected,
+                            std::chrono::milliseconds timeout);
+  void consume(int from, uint64_t piece);
+  /// On the host, for a receive from any rank: the first peer p whose piece
+  /// next[p] is published with tag (the start of a send this rank has not
+  /// queued a receive for), or -1 with *cause set.
+  int waitAnySender(const std::vector<uint64_t>& next, int32_t tag,
+                    std::chrono::milliseconds timeout, std::string* cause);
+
   /// Runs on a driver core: marks this rank arrived at epoch, running step
   /// (what the step moves, e.g. "allreduce of 100 Float"), and waits until
   /// every rank has. Returns "" on success, else why it failed: a peer
@@ -49,7 +75,15 @@ class IpcControl {
 
  private:
   struct Block;
+  struct Pair;
+  Pair& pair(int from, int to) const;
   std::string failure(const std::string& cause);
+  /// Spins, then sleeps on the bell, until ready() (returns ""), a peer
+  /// failed or exited, or timeout (then the cause names waiting_for()).
+  std::string waitUntil(const std::function<bool()>& ready,
+                        const std::function<std::string()>& waiting_for,
+                        std::chrono::milliseconds timeout);
+  void ringBell();
   /// The first peer process that has exited, or -1.
   int exitedPeer() const;
 

@@ -36,26 +36,29 @@ size_t slotBytesFromEnv() {
   return static_cast<size_t>(bytes);
 }
 
+/// A point-to-point channel's slot: a quarter of a collective slot (each
+/// rank holds two per peer), a multiple of 64 bytes.
+size_t channelSlotBytes(size_t slot_bytes) {
+  return std::max<size_t>(256, slot_bytes / 4 / 64 * 64);
+}
+
 std::vector<uint8_t> handleBytes(const maiaIpcMemHandle_t& handle) {
   return {handle.reserved, handle.reserved + MAIA_IPC_HANDLE_SIZE};
 }
 
-struct SyncStep {
-  std::shared_ptr<IpcControl> control;
-  uint64_t epoch;
-  std::string step;
+struct HostStep {
+  std::function<std::string()> body;
   std::shared_ptr<LaunchStatus> status;
   std::string label;
-  std::chrono::milliseconds timeout;
 };
 
-void runSync(void* user_data) {
-  std::unique_ptr<SyncStep> step(static_cast<SyncStep*>(user_data));
+void runHostStep(void* user_data) {
+  std::unique_ptr<HostStep> step(static_cast<HostStep*>(user_data));
   // A launch that already failed (kept running by
   // MAIA_DIST_ASYNC_ERROR_HANDLING=0) skips its remaining waits: its outputs
   // are undefined, and its peers fail their waits through the control block.
   if (step->status->failed()) return;
-  std::string cause = step->control->arriveAndWait(step->epoch, step->step, step->timeout);
+  std::string cause = step->body();
   if (!cause.empty()) failExchange(*step->status, step->label, cause);
 }
 
@@ -66,16 +69,19 @@ std::pair<int64_t, int64_t> chunkOf(int64_t n, int size, int index) {
 
 }  // namespace
 
-IpcTransport::IpcTransport(GlooTransport& fallback, c10d::Store& store, const std::string& prefix,
-                           int rank, std::vector<int> group_ranks, c10::DeviceIndex device)
-    : fallback_(fallback),
-      rank_(rank),
+IpcTransport::IpcTransport(c10d::Store& store, const std::string& prefix, int rank,
+                           std::vector<int> group_ranks, c10::DeviceIndex device)
+    : rank_(rank),
       size_(static_cast<int>(group_ranks.size())),
       device_(device),
-      slot_bytes_(slotBytesFromEnv()) {
+      slot_bytes_(slotBytesFromEnv()),
+      channel_slot_bytes_(channelSlotBytes(slot_bytes_)),
+      sent_pieces_(size_, 0),
+      received_pieces_(size_, 0) {
   control_ = std::make_shared<IpcControl>(store, prefix, rank, group_ranks);
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, device));
-  MAIA_CHECK(maiaMalloc(&own_scratch_, 2 * slot_bytes_));
+  // Two collective slots, then two slots per peer for point-to-point.
+  MAIA_CHECK(maiaMalloc(&own_scratch_, 2 * slot_bytes_ + 2 * size_ * channel_slot_bytes_));
   maiaIpcMemHandle_t handle;
   MAIA_CHECK(maiaIpcGetMemHandle(&handle, own_scratch_));
   store.set(prefix + "scratch/" + std::to_string(rank), handleBytes(handle));
@@ -103,13 +109,19 @@ IpcTransport::~IpcTransport() {
   if (own_scratch_ != nullptr) (void)maiaFree(own_scratch_);
 }
 
-void IpcTransport::sync(Launch& launch, const std::string& what) {
-  auto step = std::make_unique<SyncStep>(
-      SyncStep{control_, ++epoch_, what, launch.status, launch.label, launch.timeout});
+void IpcTransport::hostStep(Launch& launch, const std::string& what,
+                            std::function<std::string()> body) {
+  auto step = std::make_unique<HostStep>(HostStep{std::move(body), launch.status, launch.label});
   const std::string name = launch.label + ": " + what;  // the step's profiler slice
-  MAIA_CHECK(maiaLaunchHostFuncNamed(driverStream(launch.stream), &runSync, step.get(),
+  MAIA_CHECK(maiaLaunchHostFuncNamed(driverStream(launch.stream), &runHostStep, step.get(),
                                      name.c_str()));
-  step.release();  // runSync owns it now
+  step.release();  // runHostStep owns it now
+}
+
+void IpcTransport::sync(Launch& launch, const std::string& what) {
+  hostStep(launch, what, [control = control_, epoch = ++epoch_, what, timeout = launch.timeout] {
+    return control->arriveAndWait(epoch, what, timeout);
+  });
 }
 
 int64_t IpcTransport::slotElements(at::ScalarType dtype) const {
@@ -320,13 +332,28 @@ void IpcTransport::scatter(Launch& launch, const at::Tensor& input, const at::Te
 void IpcTransport::alltoall(Launch& launch, const at::Tensor& input, const at::Tensor& output,
                             std::vector<int64_t> input_split_bytes,
                             std::vector<int64_t> output_split_bytes) {
+  const at::Tensor in = input.view(at::kByte), out = output.view(at::kByte);
   if (!input_split_bytes.empty() || !output_split_bytes.empty()) {
-    fallback_.alltoall(launch, input, output, std::move(input_split_bytes),
-                       std::move(output_split_bytes));
+    // Uneven: a message per peer (every pair, empty ones too, so that
+    // mismatched splits fail), the own block copied locally.
+    int64_t in_offset = 0, out_offset = 0;
+    for (int p = 0; p < size_; ++p) {
+      at::Tensor to = in.narrow(0, in_offset, input_split_bytes[p]);
+      at::Tensor from = out.narrow(0, out_offset, output_split_bytes[p]);
+      in_offset += input_split_bytes[p];
+      out_offset += output_split_bytes[p];
+      if (p == rank_) {
+        TORCH_CHECK(to.numel() == from.numel(), "maia c10d: all_to_all sends ", to.numel(),
+                    " bytes to this rank itself but receives ", from.numel());
+        copy(launch, from, to);
+        continue;
+      }
+      queueMessage(true, p, to, 0, IpcControl::kAllToAll);
+      queueMessage(false, p, from, 0, IpcControl::kAllToAll);
+    }
     return;
   }
-  // Bytes per pair, moved as bytes (the dtype does not matter to a copy).
-  const at::Tensor in = input.view(at::kByte), out = output.view(at::kByte);
+  // Equal splits: bytes per pair through the collective slots.
   const int64_t b = in.numel() / size_;
   if (b == 0) return;
   const std::string what = c10::str("alltoall of ", b, " bytes per pair");
@@ -344,5 +371,105 @@ void IpcTransport::alltoall(Launch& launch, const at::Tensor& input, const at::T
 }
 
 void IpcTransport::barrier(Launch& launch) { sync(launch, "barrier"); }
+
+at::Tensor IpcTransport::channelView(int owner, int peer, int slot, int64_t bytes) const {
+  auto* base = static_cast<char*>(scratch_[owner]) + 2 * slot_bytes_ +
+               (2 * peer + slot) * channel_slot_bytes_;
+  return at::from_blob(base, {bytes},
+                       at::TensorOptions().dtype(at::kByte).device(c10::DeviceType::PrivateUse1,
+                                                                   device_));
+}
+
+void IpcTransport::queueMessage(bool send, int peer, const at::Tensor& buffer, int tag,
+                                int32_t kind) {
+  TORCH_CHECK(peer >= 0 && peer < size_ && peer != rank_, "maia c10d: ",
+              send ? "send to" : "receive from", " rank ", peer, " in a group of ", size_,
+              " (this rank is ", rank_, ")");
+  const at::Tensor bytes = buffer.view(at::kByte).reshape({-1});
+  messages_.push_back(Message{send, peer, bytes,
+                              IpcControl::PieceHeader{bytes.numel(), static_cast<int32_t>(tag),
+                                                      kind}});
+}
+
+void IpcTransport::send(Launch& launch, const at::Tensor& buffer, int peer, int tag) {
+  queueMessage(true, peer, buffer, tag, IpcControl::kSendRecv);
+}
+
+void IpcTransport::recv(Launch& launch, const at::Tensor& buffer, int peer, int tag) {
+  queueMessage(false, peer, buffer, tag, IpcControl::kSendRecv);
+}
+
+void IpcTransport::recvAnysource(Launch& launch, const at::Tensor& buffer, int tag,
+                                 std::shared_ptr<std::atomic<int>> source) {
+  // The next piece from each peer that no queued receive will consume.
+  std::vector<uint64_t> next(received_pieces_);
+  for (const Message& message : messages_)
+    if (!message.send) next[message.peer] += piecesOf(message);
+  for (auto& piece : next) ++piece;
+  std::string cause;
+  const int peer = control_->waitAnySender(next, tag, launch.timeout, &cause);
+  TORCH_CHECK(peer >= 0, launch.label, ": ", cause);
+  source->store(peer);
+  recv(launch, buffer, peer, tag);
+}
+
+int64_t IpcTransport::piecesOf(const Message& message) const {
+  const auto slot = static_cast<int64_t>(channel_slot_bytes_);
+  return std::max<int64_t>(1, (message.bytes.numel() + slot - 1) / slot);
+}
+
+void IpcTransport::sendPiece(Launch& launch, const Message& message, int64_t index) {
+  const uint64_t piece = ++sent_pieces_[message.peer];
+  const int slot = static_cast<int>(piece % 2);
+  const auto slot_bytes = static_cast<int64_t>(channel_slot_bytes_);
+  const int64_t begin = index * slot_bytes;
+  const int64_t bytes = std::min(slot_bytes, message.bytes.numel() - begin);
+  const int to = message.peer;
+  const std::string what = c10::str("send of ", message.header.message_bytes, " bytes to ", to);
+  hostStep(launch, what, [control = control_, to, piece, timeout = launch.timeout] {
+    return control->waitSlotFree(to, piece, timeout);
+  });
+  if (bytes > 0) copy(launch, channelView(rank_, to, slot, bytes), message.bytes.narrow(0, begin, bytes));
+  hostStep(launch, what, [control = control_, to, piece, header = message.header] {
+    control->publish(to, piece, header);
+    return std::string();
+  });
+}
+
+void IpcTransport::recvPiece(Launch& launch, const Message& message, int64_t index) {
+  const uint64_t piece = ++received_pieces_[message.peer];
+  const int slot = static_cast<int>(piece % 2);
+  const auto slot_bytes = static_cast<int64_t>(channel_slot_bytes_);
+  const int64_t begin = index * slot_bytes;
+  const int64_t bytes = std::min(slot_bytes, message.bytes.numel() - begin);
+  const int from = message.peer;
+  const std::string what =
+      c10::str("receive of ", message.header.message_bytes, " bytes from ", from);
+  hostStep(launch, what,
+           [control = control_, from, piece, header = message.header, timeout = launch.timeout] {
+             return control->waitPublished(from, piece, header, timeout);
+           });
+  if (bytes > 0) copy(launch, message.bytes.narrow(0, begin, bytes), channelView(from, rank_, slot, bytes));
+  hostStep(launch, what, [control = control_, from, piece] {
+    control->consume(from, piece);
+    return std::string();
+  });
+}
+
+void IpcTransport::exchange(Launch& launch) {
+  std::vector<Message> messages = std::move(messages_);
+  messages_.clear();
+  int64_t rounds = 0;
+  for (const Message& message : messages) rounds = std::max(rounds, piecesOf(message));
+  // Round k: piece k of every send, then of every receive. A send waits only
+  // for the receiver to consume the piece two before it, which the receiver
+  // does in an earlier round, so no two ranks wait on each other.
+  for (int64_t k = 0; k < rounds; ++k) {
+    for (const Message& message : messages)
+      if (message.send && k < piecesOf(message)) sendPiece(launch, message, k);
+    for (const Message& message : messages)
+      if (!message.send && k < piecesOf(message)) recvPiece(launch, message, k);
+  }
+}
 
 }  // namespace torch_maia::distributed

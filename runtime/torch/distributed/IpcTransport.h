@@ -14,19 +14,28 @@
 // the two slots: a rank writes a slot again only after a barrier that every
 // peer crossed after its last read of it.
 //
+// Point-to-point (send, recv, recv from any rank, all_to_all with uneven
+// splits) uses one channel per ordered pair of ranks: the sender stages each
+// piece in two slots of its scratch reserved for that receiver and publishes
+// it in the control block; the receiver waits for it, copies it out of the
+// sender's mapped scratch, and marks it consumed (IpcControl). The messages
+// of a launch (a batch_isend_irecv, an all_to_all) are enqueued together at
+// exchange(), piece by piece across messages, sends before receives, so that
+// ranks exchanging large messages both ways cannot wait on each other.
+//
 // allreduce: up to kDirectBytes every rank reduces the whole message from all
 // slots (one barrier); above, a reduce-scatter then all-gather (rank r
 // reduces chunk r of each piece and publishes it; two barriers per piece,
 // each rank reading 1/size of the reduction work). broadcast, reduce,
 // allgather, reduceScatter, gather, scatter and all_to_all with equal splits:
-// one barrier per piece; barrier: one barrier. Point-to-point operations and
-// uneven all_to_all go to the Gloo transport (fallback), in the same launch.
+// one barrier per piece; barrier: one barrier.
 #pragma once
 
 #include <algorithm>
+#include <functional>
 
-#include "GlooTransport.h"
 #include "IpcControl.h"
+#include "Transport.h"
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -37,7 +46,7 @@ class IpcTransport final : public Transport {
   /// Collective over the ranks of one host: rank is this process's index in
   /// group_ranks (their ranks in the process group, for error messages).
   /// Allocates the scratch on device; keys under prefix in store.
-  IpcTransport(GlooTransport& fallback, c10d::Store& store, const std::string& prefix, int rank,
+  IpcTransport(c10d::Store& store, const std::string& prefix, int rank,
                std::vector<int> group_ranks, c10::DeviceIndex device);
   ~IpcTransport() override;
 
@@ -59,31 +68,41 @@ class IpcTransport final : public Transport {
               int root) override;
   void scatter(Launch& launch, const at::Tensor& input, const at::Tensor& output,
                int root) override;
-  /// Moves equal splits itself; uneven ones go through Gloo (the ranks could
-  /// not agree on a piece count without a host round trip).
   void alltoall(Launch& launch, const at::Tensor& input, const at::Tensor& output,
                 std::vector<int64_t> input_split_bytes,
                 std::vector<int64_t> output_split_bytes) override;
   void barrier(Launch& launch) override;
 
-  // Through the Gloo transport (point-to-point: a step barrier is host-wide).
-  void send(Launch& launch, const at::Tensor& buffer, int peer, int tag) override {
-    fallback_.send(launch, buffer, peer, tag);
-  }
-  void recv(Launch& launch, const at::Tensor& buffer, int peer, int tag) override {
-    fallback_.recv(launch, buffer, peer, tag);
-  }
+  void send(Launch& launch, const at::Tensor& buffer, int peer, int tag) override;
+  void recv(Launch& launch, const at::Tensor& buffer, int peer, int tag) override;
+  /// Blocks the host until a peer has published the start of a send with
+  /// tag that this rank has not queued a receive for, then receives it.
   void recvAnysource(Launch& launch, const at::Tensor& buffer, int tag,
-                     std::shared_ptr<std::atomic<int>> source) override {
-    fallback_.recvAnysource(launch, buffer, tag, std::move(source));
-  }
-  /// The IPC steps are enqueued by the calls above; this runs the Gloo part.
-  void exchange(Launch& launch) override { fallback_.exchange(launch); }
+                     std::shared_ptr<std::atomic<int>> source) override;
+  /// Enqueues the launch's point-to-point messages (the collectives were
+  /// enqueued by their calls).
+  void exchange(Launch& launch) override;
 
  private:
+  /// A point-to-point message waiting for exchange(): bytes to or from peer.
+  struct Message {
+    bool send;
+    int peer;
+    at::Tensor bytes;
+    IpcControl::PieceHeader header;
+  };
   /// Enqueues a step barrier of the host's ranks on launch.stream; step
   /// says what it moves (every rank must be at the same one).
   void sync(Launch& launch, const std::string& step);
+  /// Enqueues body as a host function on launch.stream (skipped once the
+  /// launch failed); a non-empty result fails the launch, named by what.
+  void hostStep(Launch& launch, const std::string& what, std::function<std::string()> body);
+  void queueMessage(bool send, int peer, const at::Tensor& buffer, int tag, int32_t kind);
+  int64_t piecesOf(const Message& message) const;
+  void sendPiece(Launch& launch, const Message& message, int64_t index);
+  void recvPiece(Launch& launch, const Message& message, int64_t index);
+  /// The bytes of slot `slot` of owner's channel to peer.
+  at::Tensor channelView(int owner, int peer, int slot, int64_t bytes) const;
   /// The slot a piece uses (alternating).
   int nextSlot() { return static_cast<int>(slot_turn_++ & 1); }
   /// Splits n elements into pieces of at most piece elements, each moved
@@ -103,7 +122,6 @@ class IpcTransport final : public Transport {
   void combine(const at::Tensor& out, const std::vector<at::Tensor>& sources,
                c10d::ReduceOp::RedOpType op) const;
 
-  GlooTransport& fallback_;
   int rank_;
   int size_;
   c10::DeviceIndex device_;
@@ -113,6 +131,10 @@ class IpcTransport final : public Transport {
   std::vector<void*> scratch_;  // per rank: own_scratch_, or the peer's, mapped
   uint64_t epoch_ = 0;
   uint64_t slot_turn_ = 0;
+  size_t channel_slot_bytes_;
+  std::vector<uint64_t> sent_pieces_;      // per peer: pieces enqueued to it
+  std::vector<uint64_t> received_pieces_;  // per peer: pieces enqueued from it
+  std::vector<Message> messages_;          // of the launch being built
 };
 
 }  // namespace torch_maia::distributed

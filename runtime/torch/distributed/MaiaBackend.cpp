@@ -377,7 +377,7 @@ void MaiaBackend::setUpTransports(c10d::Store& group_store, const std::vector<st
   for (int r = 0; r < size; ++r)
     if (hosts[r] == host_) mine.push_back(r);
   if (static_cast<int>(mine.size()) == size) {
-    ipc_ = std::make_unique<IpcTransport>(gloo_transport_, *store, "flat/", rank, mine, device_);
+    ipc_ = std::make_unique<IpcTransport>(*store, "flat/", rank, mine, device_);
     device_transport_ = ipc_.get();
     return;
   }
@@ -395,7 +395,7 @@ void MaiaBackend::setUpTransports(c10d::Store& group_store, const std::vector<st
               " Gloo group of the hosts' leaders");
   std::unique_ptr<IpcTransport> local;
   if (block > 1)
-    local = std::make_unique<IpcTransport>(gloo_transport_, *store,
+    local = std::make_unique<IpcTransport>(*store,
                                            "host" + std::to_string(host) + "/", local_rank,
                                            mine, device_);
   std::unique_ptr<GlooTransport> leaders;
