@@ -149,9 +149,16 @@ ZOO = {
 }
 
 
+def entries() -> dict:
+    """The small zoo and the realistic one (realistic_zoo.py, benchmarks only)."""
+    from realistic_zoo import REALISTIC_ZOO
+
+    return {**ZOO, **REALISTIC_ZOO}
+
+
 def build(name: str, seed: int = 0):
     """(model in eval mode, example inputs) of a zoo entry, on the CPU."""
-    make_model, make_inputs = ZOO[name]
+    make_model, make_inputs = ZOO[name] if name in ZOO else entries()[name]
     torch.manual_seed(seed)
     model = make_model().eval()
     return model, make_inputs()

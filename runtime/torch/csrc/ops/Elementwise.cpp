@@ -295,6 +295,14 @@ Tensor& powScalarOut(const Tensor& self, const at::Scalar& exponent, Tensor& out
   TORCH_CHECK(!(c10::isIntegralType(self.scalar_type(), /*includeBool=*/true) &&
                 exponent.isIntegral(/*includeBool=*/true) && exponent.toLong() < 0),
               "Integers to negative integer powers are not allowed.");
+  // x ** 2 is x * x, as on the CPU (RMSNorm's x.pow(2)): the multiply kernel
+  // streams at memory speed, the general pow does not. Same result dtype
+  // (self's) for every non-bool real dtype.
+  const c10::ScalarType dtype = self.scalar_type();
+  if (!exponent.isComplex() && !exponent.isBoolean() && exponent.toDouble() == 2.0 &&
+      dtype != c10::ScalarType::Bool && !c10::isComplexType(dtype) &&
+      at::native::result_type(self, at::native::wrapped_scalar_tensor(exponent)) == dtype)
+    return binaryOut("mul", Result::Common, self, self, out);
   return binaryOut("pow", Result::Common, self, at::native::wrapped_scalar_tensor(exponent),
                    out);
 }
