@@ -418,42 +418,35 @@ int64_t IpcTransport::piecesOf(const Message& message) const {
   return std::max<int64_t>(1, (message.bytes.numel() + slot - 1) / slot);
 }
 
-void IpcTransport::sendPiece(Launch& launch, const Message& message, int64_t index) {
-  const uint64_t piece = ++sent_pieces_[message.peer];
+void IpcTransport::movePiece(Launch& launch, const Message& message, int64_t index) {
+  const int peer = message.peer;
+  const uint64_t piece = ++(message.send ? sent_pieces_ : received_pieces_)[peer];
   const int slot = static_cast<int>(piece % 2);
   const auto slot_bytes = static_cast<int64_t>(channel_slot_bytes_);
   const int64_t begin = index * slot_bytes;
   const int64_t bytes = std::min(slot_bytes, message.bytes.numel() - begin);
-  const int to = message.peer;
-  const std::string what = c10::str("send of ", message.header.message_bytes, " bytes to ", to);
-  hostStep(launch, what, [control = control_, to, piece, timeout = launch.timeout] {
-    return control->waitSlotFree(to, piece, timeout);
-  });
-  if (bytes > 0) copy(launch, channelView(rank_, to, slot, bytes), message.bytes.narrow(0, begin, bytes));
-  hostStep(launch, what, [control = control_, to, piece, header = message.header] {
-    control->publish(to, piece, header);
-    return std::string();
-  });
-}
-
-void IpcTransport::recvPiece(Launch& launch, const Message& message, int64_t index) {
-  const uint64_t piece = ++received_pieces_[message.peer];
-  const int slot = static_cast<int>(piece % 2);
-  const auto slot_bytes = static_cast<int64_t>(channel_slot_bytes_);
-  const int64_t begin = index * slot_bytes;
-  const int64_t bytes = std::min(slot_bytes, message.bytes.numel() - begin);
-  const int from = message.peer;
-  const std::string what =
-      c10::str("receive of ", message.header.message_bytes, " bytes from ", from);
-  hostStep(launch, what,
-           [control = control_, from, piece, header = message.header, timeout = launch.timeout] {
-             return control->waitPublished(from, piece, header, timeout);
-           });
-  if (bytes > 0) copy(launch, message.bytes.narrow(0, begin, bytes), channelView(from, rank_, slot, bytes));
-  hostStep(launch, what, [control = control_, from, piece] {
-    control->consume(from, piece);
-    return std::string();
-  });
+  const at::Tensor data = message.bytes.narrow(0, begin, bytes);
+  const std::string what = c10::str(message.send ? "send of " : "receive of ",
+                                    message.header.message_bytes,
+                                    message.send ? " bytes to " : " bytes from ", peer);
+  const auto control = control_;
+  const auto header = message.header;
+  const auto timeout = launch.timeout;
+  if (message.send) {
+    hostStep(launch, what, [=] { return control->waitSlotFree(peer, piece, timeout); });
+    copy(launch, channelView(rank_, peer, slot, bytes), data);
+    hostStep(launch, what, [=] {
+      control->publish(peer, piece, header);
+      return std::string();
+    });
+  } else {
+    hostStep(launch, what, [=] { return control->waitPublished(peer, piece, header, timeout); });
+    copy(launch, data, channelView(peer, rank_, slot, bytes));
+    hostStep(launch, what, [=] {
+      control->consume(peer, piece);
+      return std::string();
+    });
+  }
 }
 
 void IpcTransport::exchange(Launch& launch) {
@@ -465,10 +458,9 @@ void IpcTransport::exchange(Launch& launch) {
   // for the receiver to consume the piece two before it, which the receiver
   // does in an earlier round, so no two ranks wait on each other.
   for (int64_t k = 0; k < rounds; ++k) {
-    for (const Message& message : messages)
-      if (message.send && k < piecesOf(message)) sendPiece(launch, message, k);
-    for (const Message& message : messages)
-      if (!message.send && k < piecesOf(message)) recvPiece(launch, message, k);
+    for (bool sends : {true, false})
+      for (const Message& message : messages)
+        if (message.send == sends && k < piecesOf(message)) movePiece(launch, message, k);
   }
 }
 

@@ -99,8 +99,9 @@ class IpcTransport final : public Transport {
   void hostStep(Launch& launch, const std::string& what, std::function<std::string()> body);
   void queueMessage(bool send, int peer, const at::Tensor& buffer, int tag, int32_t kind);
   int64_t piecesOf(const Message& message) const;
-  void sendPiece(Launch& launch, const Message& message, int64_t index);
-  void recvPiece(Launch& launch, const Message& message, int64_t index);
+  /// Enqueues piece index of message: for a send, wait for the slot, stage,
+  /// publish; for a receive, wait for the piece, copy it out, consume.
+  void movePiece(Launch& launch, const Message& message, int64_t index);
   /// The bytes of slot `slot` of owner's channel to peer.
   at::Tensor channelView(int owner, int peer, int slot, int64_t bytes) const;
   /// The slot a piece uses (alternating).
