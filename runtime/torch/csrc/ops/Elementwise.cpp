@@ -507,14 +507,17 @@ Tensor& lerpTensorOut(const Tensor& self, const Tensor& end, const Tensor& weigh
     return binaryOut(NAME, RESULT, a, b, out);                                             \
   })
 
-#define MAIA_UNARY(NAME, RESULT)                                                           \
+#define MAIA_UNARY(NAME, RESULT) MAIA_UNARY_KERNEL(NAME, NAME, RESULT)
+
+/// NAME, NAME_ and NAME.out computed by the unary KERNEL.
+#define MAIA_UNARY_KERNEL(NAME, KERNEL, RESULT)                                            \
   m.impl(NAME, [](const Tensor& a) {                                                       \
     Tensor out;                                                                            \
-    return unaryOut(NAME, RESULT, a, out);                                                 \
+    return unaryOut(KERNEL, RESULT, a, out);                                               \
   });                                                                                      \
-  m.impl(NAME "_", [](Tensor& a) -> Tensor& { return unaryOut(NAME, RESULT, a, a); });      \
+  m.impl(NAME "_", [](Tensor& a) -> Tensor& { return unaryOut(KERNEL, RESULT, a, a); });    \
   m.impl(NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {                         \
-    return unaryOut(NAME, RESULT, a, out);                                                 \
+    return unaryOut(KERNEL, RESULT, a, out);                                               \
   })
 
 #define MAIA_ACTIVATION(NAME)                                                              \
@@ -766,8 +769,13 @@ MAIA_NATIVE_KERNELS(m) {
   MAIA_BINARY_OUT("bitwise_xor", "bitwise_xor", Result::Common, ".Tensor_out");
   MAIA_UNARY("neg", Result::Common);
   MAIA_UNARY("abs", Result::Common);
+  MAIA_UNARY("sign", Result::Common);
+  // sgn is sign for real tensors; complex ones go to the host (HostRouting.h).
+  MAIA_UNARY_KERNEL("sgn", "sign", Result::Common);
   MAIA_UNARY("exp", Result::FloatOnly);
   MAIA_UNARY("log", Result::FloatOnly);
+  MAIA_UNARY("log2", Result::FloatOnly);
+  MAIA_UNARY("log10", Result::FloatOnly);
   MAIA_UNARY("log1p", Result::FloatOnly);
   MAIA_UNARY("expm1", Result::FloatOnly);
   MAIA_UNARY("sqrt", Result::FloatOnly);
