@@ -1,5 +1,6 @@
 """Elementwise operators that ran on the host fallback until issue 15: log2,
-log10, sgn/sign and _efficientzerotensor (sgn's gradient). Each is compared with the CPU for
+log10, sgn/sign, clamp_min/clamp_max (Scalar and Tensor bounds) and
+_efficientzerotensor (sgn's gradient). Each is compared with the CPU for
 every dtype it has there, on contiguous, transposed, strided, empty and
 0-dim tensors, functional, out= and in-place, and none may reach the host
 fallback."""
@@ -108,6 +109,59 @@ class TestSign:
         actual = torch.sgn(z.to("maia")).cpu()
         torch.testing.assert_close(actual, torch.sgn(z))
         assert any(name.startswith("aten::sgn") for name in torch.maia.fallback_counts())
+
+
+class TestClampBounds:
+    @pytest.mark.parametrize("dtype", FLOATS + INTS)
+    @pytest.mark.parametrize("op", ["clamp_min", "clamp_max"])
+    def test_scalar_bounds(self, op, dtype):
+        x = sample(dtype)
+        for bound in [0, 7, 0.5, -2.5]:  # a float bound promotes integer tensors
+            compare(op, x, bound)
+
+    @pytest.mark.parametrize("dtype", FLOATS)
+    @pytest.mark.parametrize("op", ["clamp_min", "clamp_max", "clamp"])
+    def test_nan_and_infinite_bounds(self, op, dtype):
+        # A NaN bound makes every element NaN, as on the CPU.
+        for bound in [math.nan, math.inf, -math.inf]:
+            compare(op, sample(dtype), bound)
+
+    @pytest.mark.parametrize("dtype", FLOATS + INTS + [torch.bool])
+    @pytest.mark.parametrize("op", ["clamp_min", "clamp_max"])
+    def test_tensor_bounds(self, op, dtype):
+        x = sample(dtype)
+        # A broadcast one-element bound of another dtype, a 0-dim CPU bound.
+        compare(op, x, sample(dtype, (1,), special=False))
+        compare(op, x, sample(torch.float32, (1,), special=False))
+        compare(op, x, sample(dtype, (), special=False))
+        full = sample(dtype, (6, 10), special=False)
+        with no_host_fallback():
+            actual = getattr(torch, op)(x.to("maia"), full.to("maia"))
+        torch.testing.assert_close(actual.cpu(), getattr(torch, op)(x, full), equal_nan=True)
+
+    def test_clamp_follows_the_same_rules(self):
+        # clamp with Scalar bounds promotes integer tensors and propagates
+        # NaN bounds as clamp_min/clamp_max do.
+        x = sample(torch.int16)
+        compare("clamp", x, 0.5)
+        compare("clamp", x, -3, 40)
+        compare("clamp", sample(torch.float32), 1.0, math.nan)
+        big = torch.tensor([[2**62 + 1, 5, -(2**62)], [2**62 + 7, 2**62 + 3, 0]])
+        compare("clamp", big, 2**62 + 3)  # int64 bounds keep every bit
+
+    @pytest.mark.parametrize("op", ["clamp_min", "clamp_max", "clamp"])
+    def test_errors_as_on_the_cpu(self, op):
+        cases = [(torch.tensor([1, 2], dtype=torch.int8), 1000),
+                 (torch.tensor([1.0], dtype=torch.float16), 1e6),
+                 (torch.tensor([True, False]), True)]
+        for x, bound in cases:
+            with pytest.raises(RuntimeError) as cpu_error:
+                getattr(torch, op)(x, bound)
+            with pytest.raises(cpu_error.type):
+                getattr(torch, op)(x.to("maia"), bound)
+
+    def test_uint8_negative_bound_wraps_as_on_the_cpu(self):
+        compare("clamp_max", torch.tensor([[1, 200, 254], [0, 3, 255]], dtype=torch.uint8), -3)
 
 
 class TestZeroTensor:
