@@ -21,6 +21,7 @@ NATIVE = [
     "nn.functional.silu", "nn.functional.gelu", "erf", "reciprocal", "where",
     "mm", "addmm", "bmm", "baddbmm", "matmul", "nn.functional.linear", "dot", "mv", "addmv",
     "clamp", "masked_fill", "ceil", "floor", "trunc", "round", "addcmul", "addcdiv", "lerp",
+    "log2", "log10", "sgn", "sign", "clamp_min", "clamp_max",
 ]
 # Samples whose CPU result depends on behaviour maia does not reproduce, with why.
 UNSUPPORTED_SAMPLE_KWARGS = {"out", "dtype"}

@@ -53,6 +53,7 @@ BINARY = [  # op, functor, dtypes, output is bool
 UNARY = [  # op, functor, dtypes, output is bool
     ("neg", "op::Neg{}", NUMERIC + COMPLEX, False),
     ("abs", "op::Abs{}", NUMERIC, False),
+    ("sign", "op::Sign{}", DTYPES, False),  # also sgn of real tensors
     ("relu", "op::Relu{}", NUMERIC, False),
     ("ceil", "op::Ceil{}", NUMERIC, False),
     ("floor", "op::Floor{}", NUMERIC, False),
@@ -60,6 +61,8 @@ UNARY = [  # op, functor, dtypes, output is bool
     ("round", "op::Round{}", NUMERIC, False),
     ("exp", "op::Exp{}", FLOAT, False),
     ("log", "op::Log{}", FLOAT, False),
+    ("log2", "op::Log2{}", FLOAT, False),
+    ("log10", "op::Log10{}", FLOAT, False),
     ("log1p", "op::Log1p{}", FLOAT, False),
     ("expm1", "op::Expm1{}", FLOAT, False),
     ("sqrt", "op::Sqrt{}", FLOAT, False),

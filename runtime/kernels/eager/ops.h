@@ -144,6 +144,14 @@ struct Abs {
     else return a < 0 ? C(-a) : a;
   }
 };
+/// sign(a) in {-1, 0, 1}: NaN and -0 give 0, bool is itself, as the CPU.
+struct Sign {
+  template <typename C> C operator()(C a) const {
+    if constexpr (std::is_same_v<C, bool>) return a;
+    else if constexpr (std::is_unsigned_v<C>) return C(a != C(0));
+    else return C(int(C(0) < a) - int(a < C(0)));
+  }
+};
 struct Relu { template <typename C> C operator()(C a) const { return a > C(0) ? a : (a != a ? a : C(0)); } };
 // Rounding: integers are already whole. round is half to even (nearbyint in
 // the default rounding mode), as torch.round.
@@ -164,6 +172,8 @@ using Trunc = Rounding<RoundMode::Trunc>;
 using Round = Rounding<RoundMode::Nearest>;
 struct Exp { template <typename C> C operator()(C a) const { return std::exp(a); } };
 struct Log { template <typename C> C operator()(C a) const { return std::log(a); } };
+struct Log2 { template <typename C> C operator()(C a) const { return std::log2(a); } };
+struct Log10 { template <typename C> C operator()(C a) const { return std::log10(a); } };
 struct Log1p { template <typename C> C operator()(C a) const { return std::log1p(a); } };
 struct Expm1 { template <typename C> C operator()(C a) const { return std::expm1(a); } };
 struct Sqrt { template <typename C> C operator()(C a) const { return std::sqrt(a); } };

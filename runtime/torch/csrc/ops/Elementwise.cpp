@@ -84,14 +84,19 @@ bool isDenseCase(const Tensor& out, TensorRefs inputs, c10::IntArrayRef* shape) 
   return true;
 }
 
+/// Refuses an out= (or in-place) result of a dtype result cannot cast to.
+void checkOutputCast(c10::ScalarType result, const Tensor& out) {
+  TORCH_CHECK(!out.defined() || c10::canCast(result, out.scalar_type()), "result type ", result,
+              " can't be cast to the desired output type ", out.scalar_type());
+}
+
 /// Runs kernel writing out (resized to the broadcast shape); when out's
 /// dtype differs from result_dtype, writes a temporary and casts.
 Tensor& launchInto(Tensor& out, c10::ScalarType result_dtype, maiaKernel_t kernel,
                    TensorRefs inputs,
                    c10::ArrayRef<maiaKernelArg> scalars = {}) {
   if (out.defined() && out.scalar_type() != result_dtype) {
-    TORCH_CHECK(c10::canCast(result_dtype, out.scalar_type()), "result type ", result_dtype,
-                " can't be cast to the desired output type ", out.scalar_type());
+    checkOutputCast(result_dtype, out);
     Tensor result;
     launchInto(result, result_dtype, kernel, inputs, scalars);
     at::native::resize_output(out, result.sizes());
@@ -119,8 +124,20 @@ Tensor& launchInto(Tensor& out, c10::ScalarType result_dtype, maiaKernel_t kerne
   return out;
 }
 
+/// An in-place result (out is self) keeps its shape: the other operands
+/// must broadcast to it, as ATen checks. (launchInto would resize a
+/// result it writes through a cast, as for out=.)
+void checkInPlaceShape(const Tensor& self, const Tensor& out, TensorRefs others) {
+  if (!out.is_same(self)) return;
+  at::DimVector shape(self.sizes());
+  for (const Tensor& t : others) shape = at::infer_size_dimvector(shape, t.sizes());
+  TORCH_CHECK(c10::IntArrayRef(shape) == self.sizes(), "output with shape ", self.sizes(),
+              " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
+}
+
 Tensor& binaryOut(const char* op, Result result, const Tensor& a, const Tensor& b, Tensor& out,
                   c10::ArrayRef<maiaKernelArg> scalars = {}) {
+  checkInPlaceShape(a, out, {b});
   c10::ScalarType common = at::native::result_type(a, b);
   if (result == Result::FloatOnly && c10::isIntegralType(common, /*includeBool=*/true))
     common = defaultFloat();
@@ -187,36 +204,58 @@ Tensor& divOut(const Tensor& a, const Tensor& b, std::optional<c10::string_view>
 
 Tensor scalarTensor(const at::Scalar& s) { return at::scalar_to_tensor(s); }
 
-/// clamp's bounds as kernel scalars of the tensor's compute type; a missing
-/// bound is the dtype's extreme (integers: its own range, so the kernel's
-/// narrowing cast cannot wrap).
+/// out (resized to self's shape, or new with dtype) filled with value.
+Tensor& fillResult(const Tensor& self, c10::ScalarType dtype, const at::Scalar& value,
+                   Tensor& out) {
+  if (out.defined())
+    at::native::resize_output(out, self.sizes());
+  else
+    out = newEmpty(self.sizes(), self.options().dtype(dtype));
+  return fill(out, value);
+}
+
+/// clamp with Scalar bounds (also clamp_min, clamp_max), as ATen's: integer
+/// and bool tensors promote with the bounds (an int tensor clamped at 0.5 is
+/// float), a NaN bound makes every element NaN, and the bounds convert to the
+/// result dtype with ATen's checked conversion (a bound out of an integer or
+/// half type's range raises). A missing bound is the dtype's extreme.
 Tensor& clampOut(const Tensor& self, const std::optional<at::Scalar>& lo,
                  const std::optional<at::Scalar>& hi, Tensor& out) {
   TORCH_CHECK(lo.has_value() || hi.has_value(),
               "torch.clamp: At least one of 'min' or 'max' must not be None");
   c10::ScalarType dtype = self.scalar_type();
-  TORCH_CHECK(dtype != c10::ScalarType::Bool, "clamp is not supported for bool tensors");
-  at::Scalar lowest, highest;
-  if (c10::isFloatingType(dtype)) {
-    lowest = -std::numeric_limits<double>::infinity();
-    highest = std::numeric_limits<double>::infinity();
-  } else {
-    AT_DISPATCH_INTEGRAL_TYPES(dtype, "maia_clamp", [&] {
-      lowest = static_cast<int64_t>(std::numeric_limits<scalar_t>::lowest());
-      highest = static_cast<int64_t>(std::numeric_limits<scalar_t>::max());
-    });
+  at::native::ResultTypeState state = at::native::update_result_type_state(self, {});
+  for (const std::optional<at::Scalar>& bound : {lo, hi}) {
+    if (!bound.has_value()) continue;
+    TORCH_CHECK(!bound->isComplex(), "clamp is not supported for complex types");
+    state = at::native::update_result_type_state(*bound, state);
   }
-  auto bound = [&](const std::optional<at::Scalar>& value, const at::Scalar& extreme) {
-    if (!value.has_value()) return alphaArg(extreme, dtype, false);
-    if (c10::isFloatingType(dtype)) return alphaArg(*value, dtype, false);
-    // Integers: keep the bound inside the dtype's range.
-    double v = value->toDouble();
-    double limit_lo = lowest.toDouble(), limit_hi = highest.toDouble();
-    return alphaArg(at::Scalar(static_cast<int64_t>(std::min(std::max(v, limit_lo), limit_hi))),
-                    dtype, false);
-  };
-  maiaKernelArg scalars[2] = {bound(lo, lowest), bound(hi, highest)};
-  return unaryOut("clamp", Result::Common, self, out, scalars);
+  if (!c10::isFloatingType(dtype)) dtype = at::native::result_type(state);
+  // NotImplementedError, as the CPU's (it has no bool kernel).
+  TORCH_CHECK_NOT_IMPLEMENTED(dtype != c10::ScalarType::Bool,
+                              "clamp is not supported for bool tensors");
+  auto isNan = [](const std::optional<at::Scalar>& v) { return v && std::isnan(v->toDouble()); };
+  if (isNan(lo) || isNan(hi)) {
+    checkOutputCast(dtype, out);
+    return fillResult(self, dtype, std::numeric_limits<double>::quiet_NaN(), out);
+  }
+  maiaKernelArg scalars[2];
+  AT_DISPATCH_ALL_TYPES_AND2(at::kHalf, at::kBFloat16, dtype, "maia_clamp", [&] {
+    using Limits = std::numeric_limits<scalar_t>;
+    auto bound = [&](const std::optional<at::Scalar>& value, scalar_t extreme) {
+      return alphaArg(at::Scalar(value ? value->to<scalar_t>() : extreme), dtype, false);
+    };
+    scalars[0] = bound(lo, Limits::has_infinity ? -Limits::infinity() : Limits::lowest());
+    scalars[1] = bound(hi, Limits::has_infinity ? Limits::infinity() : Limits::max());
+  });
+  c10::MaybeOwned<Tensor> x = castTo(self, dtype);
+  return unaryOut("clamp", Result::Common, *x, out, scalars);
+}
+
+/// clamp_min (is_min) or clamp_max with a Scalar bound.
+Tensor& clampBoundOut(bool is_min, const Tensor& self, const at::Scalar& bound, Tensor& out) {
+  return is_min ? clampOut(self, bound, std::nullopt, out)
+                : clampOut(self, std::nullopt, bound, out);
 }
 
 Tensor& whereOut(const Tensor& condition, const Tensor& a, const Tensor& b, Tensor& out);
@@ -320,11 +359,7 @@ Tensor& isInfOut(const char* name, double infinity, const Tensor& self, Tensor& 
               " does not support non-boolean outputs.");
   if (c10::isFloatingType(self.scalar_type()))
     return binaryOut("eq", Result::Bool, self, at::native::wrapped_scalar_tensor(infinity), out);
-  if (out.defined())
-    at::native::resize_output(out, self.sizes());
-  else
-    out = newEmpty(self.sizes(), self.options().dtype(c10::ScalarType::Bool));
-  return fill(out, false);
+  return fillResult(self, c10::ScalarType::Bool, false, out);
 }
 
 template <bool Positive>
@@ -422,6 +457,7 @@ c10::ScalarType resultType(const Tensor& a, const Tensor& b, const Tensor& c) {
 /// out = f(a, b, c) with scalars, in the common dtype of a, b, c.
 Tensor& ternaryOut(const char* op, c10::ScalarType common, const Tensor& a, const Tensor& b,
                    const Tensor& c, Tensor& out, c10::ArrayRef<maiaKernelArg> scalars = {}) {
+  checkInPlaceShape(a, out, {b, c});
   const Tensor& ref = a.device().is_privateuseone() ? a : deviceOperand(b, c);
   c10::MaybeOwned<Tensor> x = onDevice(a, ref, common), y = onDevice(b, ref, common),
                           z = onDevice(c, ref, common);
@@ -515,15 +551,33 @@ Tensor& lerpTensorOut(const Tensor& self, const Tensor& end, const Tensor& weigh
     return binaryOut(NAME, RESULT, a, b, out);                                             \
   })
 
-#define MAIA_UNARY(NAME, RESULT)                                                           \
+#define MAIA_UNARY(NAME, RESULT) MAIA_UNARY_KERNEL(NAME, NAME, RESULT)
+
+/// NAME, NAME_ and NAME.out computed by the unary KERNEL.
+#define MAIA_UNARY_KERNEL(NAME, KERNEL, RESULT)                                            \
   m.impl(NAME, [](const Tensor& a) {                                                       \
     Tensor out;                                                                            \
-    return unaryOut(NAME, RESULT, a, out);                                                 \
+    return unaryOut(KERNEL, RESULT, a, out);                                               \
   });                                                                                      \
-  m.impl(NAME "_", [](Tensor& a) -> Tensor& { return unaryOut(NAME, RESULT, a, a); });      \
+  m.impl(NAME "_", [](Tensor& a) -> Tensor& { return unaryOut(KERNEL, RESULT, a, a); });    \
   m.impl(NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {                         \
-    return unaryOut(NAME, RESULT, a, out);                                                 \
+    return unaryOut(KERNEL, RESULT, a, out);                                               \
   })
+
+/// clamp_min/clamp_max: the Scalar forms are clamp with one bound, the Tensor
+/// forms KERNEL (maximum/minimum), as ATen's; functional, in-place and out=.
+#define MAIA_CLAMP_BOUND(NAME, IS_MIN, KERNEL)                                             \
+  m.impl(NAME, [](const Tensor& a, const at::Scalar& b) {                                  \
+    Tensor out;                                                                            \
+    return clampBoundOut(IS_MIN, a, b, out);                                               \
+  });                                                                                      \
+  m.impl(NAME "_", [](Tensor& a, const at::Scalar& b) -> Tensor& {                         \
+    return clampBoundOut(IS_MIN, a, b, a);                                                 \
+  });                                                                                      \
+  m.impl(NAME ".out", [](const Tensor& a, const at::Scalar& b, Tensor& out) -> Tensor& {    \
+    return clampBoundOut(IS_MIN, a, b, out);                                               \
+  });                                                                                      \
+  MAIA_BINARY_OUT(NAME, KERNEL, Result::Common, ".Tensor_out")
 
 #define MAIA_ACTIVATION(NAME)                                                              \
   m.impl(NAME, [](const Tensor& a) {                                                       \
@@ -774,8 +828,13 @@ MAIA_NATIVE_KERNELS(m) {
   MAIA_BINARY_OUT("bitwise_xor", "bitwise_xor", Result::Common, ".Tensor_out");
   MAIA_UNARY("neg", Result::Common);
   MAIA_UNARY("abs", Result::Common);
+  MAIA_UNARY("sign", Result::Common);
+  // sgn is sign for real tensors; complex ones go to the host (HostRouting.h).
+  MAIA_UNARY_KERNEL("sgn", "sign", Result::Common);
   MAIA_UNARY("exp", Result::FloatOnly);
   MAIA_UNARY("log", Result::FloatOnly);
+  MAIA_UNARY("log2", Result::FloatOnly);
+  MAIA_UNARY("log10", Result::FloatOnly);
   MAIA_UNARY("log1p", Result::FloatOnly);
   MAIA_UNARY("expm1", Result::FloatOnly);
   MAIA_UNARY("sqrt", Result::FloatOnly);
@@ -820,6 +879,8 @@ MAIA_NATIVE_KERNELS(m) {
                          const std::optional<at::Scalar>& hi, Tensor& out) -> Tensor& {
     return clampOut(a, lo, hi, out);
   });
+  MAIA_CLAMP_BOUND("clamp_min", true, "maximum");
+  MAIA_CLAMP_BOUND("clamp_max", false, "minimum");
   m.impl("tanh_backward", [](const Tensor& grad, const Tensor& y) {
     Tensor out;
     return binaryOut("tanh_backward", Result::FloatOnly, grad, y, out);

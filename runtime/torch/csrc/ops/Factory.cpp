@@ -1,6 +1,7 @@
 // Tensor creation and storage resizing on maia.
 #include <ATen/EmptyTensor.h>
 #include <ATen/native/Resize.h>
+#include <ATen/native/TensorFactories.h>
 #include <ATen/ops/empty.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -67,6 +68,20 @@ at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
   c10::DeviceGuard guard(target);
   return at::detail::empty_strided_generic(size, stride, getMaiaCachingAllocator(), kMaiaKeys,
                                            dtype);
+}
+
+at::Tensor efficientZeroTensor(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype_opt,
+                               std::optional<c10::Layout> layout,
+                               std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory) {
+  c10::ScalarType dtype = c10::dtype_or_default(dtype_opt);
+  c10::Device target = checkFactoryOptions(device, layout, pin_memory, dtype);
+  // As the CPU's and CUDA's: the allocator only hands out null pointers for
+  // target, and the tensor never resizes (ZeroTensors are immutable).
+  at::native::ZeroTensorAllocator allocator(target);
+  return at::detail::empty_generic(size, &allocator,
+                                   kMaiaKeys | c10::DispatchKeySet(c10::DispatchKey::ZeroTensor),
+                                   dtype, std::nullopt);
 }
 
 void resizeStorageBytes(const c10::Storage& storage, size_t nbytes) {

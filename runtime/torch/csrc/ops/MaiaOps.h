@@ -20,6 +20,13 @@ at::Tensor newEmpty(c10::IntArrayRef size, const c10::TensorOptions& options);
 at::Tensor emptyStrided(c10::IntArrayRef size, c10::IntArrayRef stride,
                         std::optional<c10::ScalarType> dtype, std::optional<c10::Layout> layout,
                         std::optional<c10::Device> device, std::optional<bool> pin_memory);
+/// A ZeroTensor (autograd's zero gradients, e.g. sgn's): no memory, the
+/// ZeroTensor dispatch key; ATen's ZeroTensor fallback materializes zeros
+/// for an operator that reads it.
+at::Tensor efficientZeroTensor(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
+                               std::optional<c10::Layout> layout,
+                               std::optional<c10::Device> device,
+                               std::optional<bool> pin_memory);
 const at::Tensor& resize(const at::Tensor& self, c10::IntArrayRef size,
                          std::optional<c10::MemoryFormat> memory_format);
 at::Tensor& setEmpty(at::Tensor& self);

@@ -83,13 +83,17 @@ Tensor& baddbmmOut(const Tensor& bias, const Tensor& a, const Tensor& b, const a
   return addmmInto(bias, a, b, beta, alpha, out);
 }
 
-Tensor& dotOut(const Tensor& a, const Tensor& b, Tensor& out) {
+void checkDot(const Tensor& a, const Tensor& b) {
   TORCH_CHECK(a.dim() == 1 && b.dim() == 1, "1D tensors expected, but got ", a.dim(), "D and ",
               b.dim(), "D tensors");
   TORCH_CHECK(a.size(0) == b.size(0), "inconsistent tensor size, expected tensor [", a.size(0),
               "] and src [", b.size(0), "] to have the same number of elements, but got ",
               a.size(0), " and ", b.size(0), " elements respectively");
   checkOperands("dot", a.unsqueeze(0), b.unsqueeze(1), 2);
+}
+
+Tensor& dotOut(const Tensor& a, const Tensor& b, Tensor& out) {
+  checkDot(a, b);
   at::native::resize_output(out, {});
   gemm(a.view({1, -1}), b.view({-1, 1}), out.view({1, 1}), 1.0, 0.0, "aten::dot");
   return out;
@@ -120,6 +124,12 @@ MAIA_NATIVE_KERNELS(m) {
     return mmOut(a, b, out);
   });
   m.impl("dot", [](const Tensor& a, const Tensor& b) {
+    // ZeroTensors (which hold no memory) reach dot: ATen's ZeroTensor key
+    // lets it through. Their product is one, as on the CPU and CUDA.
+    if (a._is_zerotensor() || b._is_zerotensor()) {
+      checkDot(a, b);
+      return efficientZeroTensor({}, a.scalar_type(), std::nullopt, a.device(), std::nullopt);
+    }
     Tensor out = newEmpty({}, a.options());
     return dotOut(a, b, out);
   });

@@ -40,6 +40,7 @@ void recordStream(at::Tensor& self, c10::Stream stream) {
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("empty.memory_format", TORCH_FN(empty));
   m.impl("empty_strided", TORCH_FN(emptyStrided));
+  m.impl("_efficientzerotensor", TORCH_FN(efficientZeroTensor));
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
   m.impl("view", TORCH_FN(at::native::view));
   m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
