@@ -208,6 +208,17 @@ def test_abs_and_angle_into_complex_out_match_the_cpu(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_div_with_rounding_mode_none_is_native_and_other_modes_raise(dtype):
+    a, b = operands(dtype, "noncontiguous")
+    fn = lambda x, y: torch.div(x, y, rounding_mode=None)
+    torch.testing.assert_close(run_natively(fn, a, b), fn(a, b), equal_nan=True)
+    for mode in ("trunc", "floor"):
+        for x, y in ((a, b), (a.to("maia"), b.to("maia"))):
+            with pytest.raises(NotImplementedError, match=f"div_{mode}.* not implemented for"):
+                torch.div(x, y, rounding_mode=mode)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_inplace_abs_raises_as_on_the_cpu(dtype):
     a = sample(dtype, (3,), 1)
     for x in (a.clone(), a.to("maia")):

@@ -215,7 +215,12 @@ const char* divKernel(std::optional<c10::string_view> mode) {
 
 Tensor& divOut(const Tensor& a, const Tensor& b, std::optional<c10::string_view> mode,
                Tensor& out) {
-  return binaryOut(divKernel(mode), mode ? Result::Common : Result::FloatOnly, a, b, out);
+  const char* kernel = divKernel(mode);
+  const c10::ScalarType common = at::native::result_type(a, b);
+  // NotImplementedError, as the CPU's: no rounding division of complex numbers.
+  TORCH_CHECK_NOT_IMPLEMENTED(!mode || !c10::isComplexType(common), "\"", kernel,
+                              "\" not implemented for '", c10::toString(common), "'");
+  return binaryOut(kernel, mode ? Result::Common : Result::FloatOnly, a, b, out);
 }
 
 Tensor scalarTensor(const at::Scalar& s) { return at::scalar_to_tensor(s); }

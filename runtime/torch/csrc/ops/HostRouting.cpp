@@ -21,6 +21,7 @@ bool computesComplex(const char* name) {
   static constexpr std::string_view kOps[] = {
       "add.Tensor", "add_.Tensor", "add.out", "sub.Tensor", "sub_.Tensor", "sub.out",
       "mul.Tensor", "mul_.Tensor", "mul.out", "div.Tensor", "div_.Tensor", "div.out",
+      "div.Tensor_mode", "div_.Tensor_mode", "div.out_mode",  // modes raise, as on the CPU
       "eq.Tensor", "eq.Scalar", "eq.Tensor_out", "eq.Scalar_out", "eq_.Tensor", "eq_.Scalar",
       "ne.Tensor", "ne.Scalar", "ne.Tensor_out", "ne.Scalar_out", "ne_.Tensor", "ne_.Scalar",
       "conj_physical.out", "conj_physical_", "where.self", "where.self_out",
