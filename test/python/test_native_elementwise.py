@@ -103,12 +103,17 @@ class TestSign:
         # NaN and -0 give 0; bool is itself; the dtype is kept.
         compare(op, sample(dtype))
 
-    def test_complex_sgn_stays_on_the_host(self):
+    def test_complex_sgn_is_native_and_sign_refuses_complex(self):
+        """sgn of a complex tensor is z / |z| on the device (the complex sign
+        kernels; test_complex_arith.py has its special values); sign has no
+        complex meaning and raises the CPU's error."""
         z = torch.randn(5, dtype=torch.complex64)
         torch.maia.reset_fallback_counts()
         actual = torch.sgn(z.to("maia")).cpu()
         torch.testing.assert_close(actual, torch.sgn(z))
-        assert any(name.startswith("aten::sgn") for name in torch.maia.fallback_counts())
+        assert not torch.maia.fallback_counts()
+        with pytest.raises(RuntimeError, match="torch.sgn instead"):
+            torch.sign(z.to("maia"))
 
 
 class TestClampBounds:

@@ -20,7 +20,7 @@ from kernel_binary_gen import (COMPLEX, DTYPES, FLOAT, INTEGRAL, NUMERIC, kernel
 
 BINARY = [  # op, functor, dtypes, output is bool
     ("mul", "op::Mul{}", DTYPES + COMPLEX, False),
-    ("div", "op::Div{}", FLOAT, False),
+    ("div", "op::Div{}", FLOAT + COMPLEX, False),
     ("div_trunc", "op::DivTrunc{}", NUMERIC, False),
     ("div_floor", "op::DivFloor{}", NUMERIC, False),
     ("maximum", "op::Maximum{}", DTYPES, False),
@@ -53,27 +53,28 @@ BINARY = [  # op, functor, dtypes, output is bool
 UNARY = [  # op, functor, dtypes, output is bool
     ("neg", "op::Neg{}", NUMERIC + COMPLEX, False),
     ("abs", "op::Abs{}", NUMERIC, False),
-    ("sign", "op::Sign{}", DTYPES, False),  # also sgn of real tensors
+    ("sign", "op::Sign{}", DTYPES + COMPLEX, False),  # sgn (complex: z / |z|)
+    ("conj", "op::Conj{}", COMPLEX, False),  # conj_physical
     ("relu", "op::Relu{}", NUMERIC, False),
     ("ceil", "op::Ceil{}", NUMERIC, False),
     ("floor", "op::Floor{}", NUMERIC, False),
     ("trunc", "op::Trunc{}", NUMERIC, False),
     ("round", "op::Round{}", NUMERIC, False),
-    ("exp", "op::Exp{}", FLOAT, False),
-    ("log", "op::Log{}", FLOAT, False),
+    ("exp", "op::Exp{}", FLOAT + COMPLEX, False),
+    ("log", "op::Log{}", FLOAT + COMPLEX, False),
     ("log2", "op::Log2{}", FLOAT, False),
     ("log10", "op::Log10{}", FLOAT, False),
     ("log1p", "op::Log1p{}", FLOAT, False),
     ("expm1", "op::Expm1{}", FLOAT, False),
-    ("sqrt", "op::Sqrt{}", FLOAT, False),
+    ("sqrt", "op::Sqrt{}", FLOAT + COMPLEX, False),
     ("rsqrt", "op::Rsqrt{}", FLOAT, False),
     ("sin", "op::Sin{}", FLOAT, False),
     ("cos", "op::Cos{}", FLOAT, False),
     ("tanh", "op::Tanh{}", FLOAT, False),
-    ("sigmoid", "op::Sigmoid{}", FLOAT, False),
+    ("sigmoid", "op::Sigmoid{}", FLOAT + COMPLEX, False),
     ("silu", "op::Silu{}", FLOAT, False),
     ("erf", "op::Erf{}", FLOAT, False),
-    ("reciprocal", "op::Reciprocal{}", FLOAT, False),
+    ("reciprocal", "op::Reciprocal{}", FLOAT + COMPLEX, False),
     ("gelu_erf", "op::GeluErf{}", FLOAT, False),
     ("gelu_tanh", "op::GeluTanh{}", FLOAT, False),
     ("logical_not", "op::LogicalNot{}", DTYPES, True),
@@ -82,6 +83,13 @@ UNARY = [  # op, functor, dtypes, output is bool
     ("hardsigmoid", "op::Hardsigmoid{}", FLOAT, False),
     ("log_sigmoid", "op::LogSigmoid{}", FLOAT, False),
 ]
+# Unary kernels whose result is the real dtype of a complex input (float
+# for complex64) and the input's dtype otherwise: op, functor, dtypes.
+TO_REAL = [
+    ("abs", "op::Abs{}", COMPLEX),  # real dtypes: abs in UNARY
+    ("angle", "op::Angle{}", FLOAT + COMPLEX),
+]
+REAL_PART = {"c64": ("float", "f32"), "c128": ("double", "f64")}
 TERNARY = [  # op, functor, dtypes
     ("lerp", "op::Lerp{}", FLOAT),  # lerp.Tensor
     ("glu_backward_second", "op::GluBackwardSecond<{t}>{}", FLOAT),  # (a, b, grad)
@@ -171,6 +179,11 @@ def main(out_dir, isa):
             out_t, out_m = ("bool", "i1") if to_bool else (t, meta)
             add(f"{op}_{name}", [memref(out_m), memref(meta)], unary,
                 f"unary<{out_t}, {t}>(args, grid, {functor});")
+    for op, functor, dtypes in TO_REAL:
+        for name, t, meta, _ in dtypes:
+            out_t, out_m = REAL_PART.get(name, (t, meta))
+            add(f"{op}_{name}", [memref(out_m), memref(meta)], unary,
+                f"unary<{out_t}, {t}>(args, grid, {functor});")
     for op, functor, dtypes in TERNARY:
         for name, t, meta, _ in dtypes:
             add(f"{op}_{name}", [memref(meta)] * 4, binary,
@@ -179,7 +192,7 @@ def main(out_dir, isa):
         for name, t, meta, _ in dtypes:
             add(f"{op}_{name}", [memref(meta)] * 5, binary,
                 f"ternaryTwoOutputs<{t}>(args, grid, {functor});")
-    for name, t, meta, _ in DTYPES:
+    for name, t, meta, _ in DTYPES + COMPLEX:
         add(f"where_{name}", [memref(meta), memref("i1"), memref(meta), memref(meta)], unary,
             f"ternarySelect<{t}>(args, grid, [](bool c, {t} a, {t} b) {{ return c ? a : b; }});")
 

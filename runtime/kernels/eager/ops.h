@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -41,8 +42,27 @@ struct AddComplex {
   C alpha_real, alpha_imag;  // the scalars arrive as C(part)
   C operator()(C a, C b) const { return a + Mul{}(C(alpha_real.real(), alpha_imag.real()), b); }
 };
+/// a / b; complex quotients by Smith's scaled division, exactly as
+/// c10::complex divides (ATen's CPU kernels, vectorized ones included, call
+/// it per element): no overflow for large or tiny divisors, and a 0 divisor
+/// gives the parts' own a / 0 (std::complex's Annex G recovery differs).
 struct Div {
-  template <typename C> C operator()(C a, C b) const { return a / b; }
+  template <typename C> C operator()(C a, C b) const {
+    if constexpr (IsComplex<C>::value) {
+      using R = typename C::value_type;
+      const R ar = a.real(), ai = a.imag(), c = b.real(), d = b.imag();
+      const R abs_c = std::fabs(c), abs_d = std::fabs(d);
+      if (abs_c >= abs_d) {
+        if (abs_c == R(0) && abs_d == R(0)) return C(ar / abs_c, ai / abs_d);
+        const R rat = d / c, scl = R(1) / (c + d * rat);
+        return C((ar + ai * rat) * scl, (ai - ar * rat) * scl);
+      }
+      const R rat = c / d, scl = R(1) / (d + c * rat);  // also a NaN part
+      return C((ar * rat + ai) * scl, (ai * rat - ar) * scl);
+    } else {
+      return a / b;
+    }
+  }
 };
 struct DivTrunc {
   template <typename C>
@@ -138,16 +158,28 @@ struct BitwiseXor { template <typename C> C operator()(C a, C b) const { return 
 // Unary.
 struct Identity { template <typename C> C operator()(C a) const { return a; } };
 struct Neg { template <typename C> C operator()(C a) const { return -a; } };
+/// |a|; of a complex a its real modulus, by hypot (no overflow of the squares).
 struct Abs {
-  template <typename C> C operator()(C a) const {
-    if constexpr (std::is_floating_point_v<C>) return std::fabs(a);
+  template <typename C> auto operator()(C a) const {
+    if constexpr (IsComplex<C>::value) return std::abs(a);
+    else if constexpr (std::is_floating_point_v<C>) return std::fabs(a);
     else return a < 0 ? C(-a) : a;
   }
 };
-/// sign(a) in {-1, 0, 1}: NaN and -0 give 0, bool is itself, as the CPU.
+/// The argument of a complex a (real); of a real a 0 or pi, NaN stays NaN.
+struct Angle {
+  template <typename C> auto operator()(C a) const {
+    if constexpr (IsComplex<C>::value) return std::arg(a);
+    else return std::isnan(a) ? a : (a < C(0) ? C(M_PI) : C(0));
+  }
+};
+struct Conj { template <typename C> C operator()(C a) const { return std::conj(a); } };
+/// sign(a) in {-1, 0, 1}: NaN and -0 give 0, bool is itself, as the CPU;
+/// complex a: sgn, a / |a| (0 for 0).
 struct Sign {
   template <typename C> C operator()(C a) const {
-    if constexpr (std::is_same_v<C, bool>) return a;
+    if constexpr (IsComplex<C>::value) return a == C(0) ? C(0) : a / Abs{}(a);
+    else if constexpr (std::is_same_v<C, bool>) return a;
     else if constexpr (std::is_unsigned_v<C>) return C(a != C(0));
     else return C(int(C(0) < a) - int(a < C(0)));
   }
@@ -181,10 +213,12 @@ struct Rsqrt { template <typename C> C operator()(C a) const { return C(1) / std
 struct Sin { template <typename C> C operator()(C a) const { return std::sin(a); } };
 struct Cos { template <typename C> C operator()(C a) const { return std::cos(a); } };
 struct Tanh { template <typename C> C operator()(C a) const { return std::tanh(a); } };
-struct Sigmoid { template <typename C> C operator()(C a) const { return C(1) / (C(1) + std::exp(-a)); } };
+struct Sigmoid {
+  template <typename C> C operator()(C a) const { return Div{}(C(1), C(1) + std::exp(-a)); }
+};
 struct Silu { template <typename C> C operator()(C a) const { return a / (C(1) + std::exp(-a)); } };
 struct Erf { template <typename C> C operator()(C a) const { return std::erf(a); } };
-struct Reciprocal { template <typename C> C operator()(C a) const { return C(1) / a; } };
+struct Reciprocal { template <typename C> C operator()(C a) const { return Div{}(C(1), a); } };
 struct GeluErf {
   template <typename C> C operator()(C a) const {
     return a * C(0.5) * (C(1) + std::erf(a * C(M_SQRT1_2)));

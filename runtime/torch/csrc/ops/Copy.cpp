@@ -18,6 +18,8 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/_neg_view.h>
+#include <ATen/ops/conj_physical.h>
+#include <ATen/ops/neg.h>
 #include <ATen/ops/view_as_real.h>
 #include <c10/core/DeviceGuard.h>
 
@@ -222,12 +224,18 @@ void copyMaiaToMaia(const at::Tensor& src, const at::Tensor& dst) {
   streamWaitStream(dst_stream, src_stream);
 }
 
-/// A conjugate or negative view of maia memory as a host tensor with its
-/// values: its bytes are downloaded as they are and the CPU resolves the bit
-/// (complex conjugation has no maia kernel; see MaiaDtypes.h).
-at::Tensor resolveOnHost(const at::Tensor& view) {
+/// A conjugate or negative view of maia memory as a tensor with its values:
+/// resolved on the device by the conj and neg kernels, or, for dtypes without
+/// them (complex32, uint16/32/64; see MaiaDtypes.h), downloaded as they are
+/// and resolved by the CPU.
+at::Tensor resolveBits(const at::Tensor& view) {
   at::Tensor bytes = view.is_conj() ? view.conj() : view;  // the same memory, bits cleared
   if (bytes.is_neg()) bytes = bytes._neg_view();
+  const c10::ScalarType dtype = view.scalar_type();
+  if (hasNativeKernels(dtype) || hasComplexKernels(dtype)) {
+    at::Tensor values = view.is_conj() ? at::conj_physical(bytes) : bytes;
+    return view.is_neg() ? at::neg(values) : values;
+  }
   at::Tensor host = at::empty(bytes.sizes(), bytes.options().device(at::kCPU));
   host.copy_(bytes);
   if (view.is_conj()) host = host.conj();
@@ -247,7 +255,7 @@ at::Tensor copyFrom(const at::Tensor& src, const at::Tensor& dst, bool non_block
   if (dst.numel() == 0) return dst;
   if (isMaia(self) && (self.is_conj() || self.is_neg()) &&
       (self.is_conj() != dst.is_conj() || self.is_neg())) {
-    dst.copy_(resolveOnHost(self));  // host to dst, wherever dst is
+    dst.copy_(resolveBits(self));  // to dst, wherever dst is
     return dst;
   }
   if (isMaia(self) && isMaia(dst)) {

@@ -33,6 +33,8 @@ enum class Result {
   Common,         // the common dtype of the inputs
   Bool,           // comparisons and logical operators
   FloatOnly,      // integer inputs are promoted to the default float dtype
+  Real,           // complex inputs give their real dtype (abs)
+  FloatReal,      // FloatOnly, and complex inputs give their real dtype (angle)
 };
 
 c10::ScalarType defaultFloat() { return c10::typeMetaToScalarType(at::get_default_dtype()); }
@@ -150,11 +152,25 @@ Tensor& binaryOut(const char* op, Result result, const Tensor& a, const Tensor& 
 Tensor& unaryOut(const char* op, Result result, const Tensor& self, Tensor& out,
                  c10::ArrayRef<maiaKernelArg> scalars = {}) {
   c10::ScalarType common = self.scalar_type();
-  if (result == Result::FloatOnly && c10::isIntegralType(common, /*includeBool=*/true))
+  const bool to_real = result == Result::Real || result == Result::FloatReal;
+  if ((result == Result::FloatOnly || result == Result::FloatReal) &&
+      c10::isIntegralType(common, /*includeBool=*/true))
     common = defaultFloat();
+  TORCH_CHECK(!(to_real && c10::isComplexType(common) && out.is_same(self)), "In-place ", op,
+              " is not supported for complex tensors.");
   c10::MaybeOwned<Tensor> x = onDevice(self, self, common);
-  c10::ScalarType result_dtype = result == Result::Bool ? c10::ScalarType::Bool : common;
+  c10::ScalarType result_dtype = result == Result::Bool ? c10::ScalarType::Bool
+                                 : to_real              ? c10::toRealValueType(common)
+                                                        : common;
   return launchInto(out, result_dtype, eagerKernel(op, common), {*x}, scalars);
+}
+
+/// conj_physical: the conjugate of a complex tensor, a copy of any other.
+Tensor& conjPhysicalOut(const Tensor& self, Tensor& out) {
+  if (self.is_complex()) return unaryOut("conj", Result::Common, self, out);
+  if (out.is_same(self)) return out;
+  at::native::resize_output(out, self.sizes());
+  return out.copy_(self);
 }
 
 maiaKernelArg alphaArg(const at::Scalar& alpha, c10::ScalarType dtype, bool negate) {
@@ -199,7 +215,12 @@ const char* divKernel(std::optional<c10::string_view> mode) {
 
 Tensor& divOut(const Tensor& a, const Tensor& b, std::optional<c10::string_view> mode,
                Tensor& out) {
-  return binaryOut(divKernel(mode), mode ? Result::Common : Result::FloatOnly, a, b, out);
+  const char* kernel = divKernel(mode);
+  const c10::ScalarType common = at::native::result_type(a, b);
+  // NotImplementedError, as the CPU's: no rounding division of complex numbers.
+  TORCH_CHECK_NOT_IMPLEMENTED(!mode || !c10::isComplexType(common), "\"", kernel,
+                              "\" not implemented for '", c10::toString(common), "'");
+  return binaryOut(kernel, mode ? Result::Common : Result::FloatOnly, a, b, out);
 }
 
 Tensor scalarTensor(const at::Scalar& s) { return at::scalar_to_tensor(s); }
@@ -827,9 +848,18 @@ MAIA_NATIVE_KERNELS(m) {
   MAIA_BINARY_OUT("bitwise_or", "bitwise_or", Result::Common, ".Tensor_out");
   MAIA_BINARY_OUT("bitwise_xor", "bitwise_xor", Result::Common, ".Tensor_out");
   MAIA_UNARY("neg", Result::Common);
-  MAIA_UNARY("abs", Result::Common);
+  MAIA_UNARY("abs", Result::Real);
+  m.impl("angle", [](const Tensor& a) {
+    Tensor out;
+    return unaryOut("angle", Result::FloatReal, a, out);
+  });
+  m.impl("angle.out", [](const Tensor& a, Tensor& out) -> Tensor& {
+    return unaryOut("angle", Result::FloatReal, a, out);
+  });
+  m.impl("conj_physical.out", TORCH_FN(conjPhysicalOut));
+  m.impl("conj_physical_", [](Tensor& a) -> Tensor& { return conjPhysicalOut(a, a); });
   MAIA_UNARY("sign", Result::Common);
-  // sgn is sign for real tensors; complex ones go to the host (HostRouting.h).
+  // sgn is sign for real tensors; the complex sign kernels compute sgn (z / |z|).
   MAIA_UNARY_KERNEL("sgn", "sign", Result::Common);
   MAIA_UNARY("exp", Result::FloatOnly);
   MAIA_UNARY("log", Result::FloatOnly);

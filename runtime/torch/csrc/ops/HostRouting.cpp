@@ -12,15 +12,29 @@ c10::OperatorHandle findOperator(const char* name) {
 }
 
 bool computesComplex(const char* name) {
-  // The eager kernels with c64/c128 instances (gen_eager_kernels.py COMPLEX).
+  // The eager kernels with c64/c128 instances (gen_eager_kernels.py COMPLEX):
+  // unary operators with their in-place and out= variants (name, name_,
+  // name.out; abs_ raises for complex tensors, as on the CPU), then the others.
+  static constexpr std::string_view kUnary[] = {
+      "neg", "reciprocal", "abs", "angle", "sgn", "exp", "log", "sqrt", "sigmoid",
+  };
   static constexpr std::string_view kOps[] = {
       "add.Tensor", "add_.Tensor", "add.out", "sub.Tensor", "sub_.Tensor", "sub.out",
-      "mul.Tensor", "mul_.Tensor", "mul.out", "neg", "neg_", "neg.out",
+      "mul.Tensor", "mul_.Tensor", "mul.out", "div.Tensor", "div_.Tensor", "div.out",
+      "div.Tensor_mode", "div_.Tensor_mode", "div.out_mode",  // modes raise, as on the CPU
       "eq.Tensor", "eq.Scalar", "eq.Tensor_out", "eq.Scalar_out", "eq_.Tensor", "eq_.Scalar",
       "ne.Tensor", "ne.Scalar", "ne.Tensor_out", "ne.Scalar_out", "ne_.Tensor", "ne_.Scalar",
+      "conj_physical.out", "conj_physical_", "where.self", "where.self_out",
+      "masked_fill_.Scalar", "masked_fill_.Tensor",
   };
-  for (std::string_view op : kOps)
-    if (op == name) return true;
+  const std::string_view op(name);
+  for (std::string_view unary : kUnary) {
+    if (op.substr(0, unary.size()) != unary) continue;
+    const std::string_view variant = op.substr(unary.size());
+    if (variant.empty() || variant == "_" || variant == ".out") return true;
+  }
+  for (std::string_view other : kOps)
+    if (other == op) return true;
   return false;
 }
 
