@@ -1,0 +1,457 @@
+// Fused scaled dot product attention (FlashAttention-2 style) over
+// (batch, heads, seq, head_dim) memrefs of any strides, for
+// runtime/torch/csrc/ops/Attention.cpp.
+//
+// Forward: a work unit is a block of kBlockQ queries of one (batch, head).
+// It walks the keys in blocks of kBlockK with an online softmax (running
+// row max and sum; the partial output is rescaled when the max grows), so
+// the (seq_q, seq_k) score matrix never exists; it saves the logsumexp of
+// each row for the backward. Causal attention (top-left aligned, as
+// torch's: query i sees keys j <= i) stops at the diagonal block. Blocks
+// are computed in float32 whatever the storage type: q, k, v are converted
+// into per-thread scratch (so any strides cost one gather per block, not
+// per product) and the products run in an AVX2 4x16 register tile.
+//
+// Backward (FlashAttention-2, probabilities recomputed from the logsumexp):
+// two kernels so that no two programs write the same gradient. sdpa_bwd_kv:
+// a unit is a key block of one (batch, kv head); it loops over the query
+// blocks of every query head of its group (grouped-query attention) and
+// accumulates dK and dV. sdpa_bwd_q: a unit is a query block; it loops over
+// the key blocks and accumulates dQ. delta = rowsum(dO * O) comes from the
+// caller.
+//
+// attn_bias is an additive mask of the storage type, broadcast to
+// (batch, heads, seq_q, seq_k) through zero strides (has_bias == 0: none).
+// A row whose scores are all -inf gets output 0 and logsumexp +inf (its
+// probabilities recompute to 0 in the backward).
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+#include <maia/kernel_abi.h>
+
+#include "../gemm/scratch.h"
+#include "nn.h"
+#include "scalar_types.h"
+
+namespace maia_attention {
+
+using maia_eager::load;
+using maia_eager::store;
+using maia_kernel::memref;
+using maia_kernel::MemRef;
+using maia_kernel::scalar;
+
+constexpr int64_t kBlockQ = 64;
+constexpr int64_t kBlockK = 64;
+constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+/// n rounded up to whole 16-float tiles: the width of every scratch row, so
+/// the register tile never needs a column tail (pad columns hold zeros).
+inline int64_t padded(int64_t n) { return (n + 15) / 16 * 16; }
+
+/// c[r][0:16] (+)= sum_p a[r][p] * b[p][0:16] for R rows.
+template <int R>
+inline void tile(float* c, int64_t ldc, const float* a, int64_t lda, const float* b,
+                 int64_t ldb, int64_t k, bool accumulate) {
+  __m256 c0[R], c1[R];
+  for (int r = 0; r < R; ++r) {
+    c0[r] = accumulate ? _mm256_loadu_ps(c + r * ldc) : _mm256_setzero_ps();
+    c1[r] = accumulate ? _mm256_loadu_ps(c + r * ldc + 8) : _mm256_setzero_ps();
+  }
+  for (int64_t p = 0; p < k; ++p) {
+    const __m256 b0 = _mm256_loadu_ps(b + p * ldb), b1 = _mm256_loadu_ps(b + p * ldb + 8);
+    for (int r = 0; r < R; ++r) {
+      const __m256 av = _mm256_broadcast_ss(a + r * lda + p);
+      c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
+      c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
+    }
+  }
+  for (int r = 0; r < R; ++r) {
+    _mm256_storeu_ps(c + r * ldc, c0[r]);
+    _mm256_storeu_ps(c + r * ldc + 8, c1[r]);
+  }
+}
+
+/// C (m x n) = or += A (m x k) @ B (k x n), float32 row-major scratch; n is
+/// a multiple of 16.
+inline void matmul(float* c, int64_t ldc, const float* a, int64_t lda, const float* b,
+                   int64_t ldb, int64_t m, int64_t n, int64_t k, bool accumulate) {
+  for (int64_t j = 0; j < n; j += 16) {
+    int64_t i = 0;
+    for (; i + 4 <= m; i += 4)
+      tile<4>(c + i * ldc + j, ldc, a + i * lda, lda, b + j, ldb, k, accumulate);
+    switch (m - i) {
+      case 3: tile<3>(c + i * ldc + j, ldc, a + i * lda, lda, b + j, ldb, k, accumulate); break;
+      case 2: tile<2>(c + i * ldc + j, ldc, a + i * lda, lda, b + j, ldb, k, accumulate); break;
+      case 1: tile<1>(c + i * ldc + j, ldc, a + i * lda, lda, b + j, ldb, k, accumulate); break;
+      default: break;
+    }
+  }
+}
+
+/// The rows [row0, row0 + rows) of a (seq, dim) slice of a rank-4 memref.
+template <typename T>
+struct Slab {
+  const T* base;  // element (row0, 0)
+  int64_t row_stride, col_stride;
+};
+
+template <typename T>
+Slab<T> slab(const MemRef<T, 4>& t, int64_t b, int64_t h, int64_t row0) {
+  return {t.aligned + t.offset + b * t.strides[0] + h * t.strides[1] + row0 * t.strides[2],
+          t.strides[2], t.strides[3]};
+}
+
+/// dst (rows x ld, row-major) = alpha * src rows, columns [cols, ld) and
+/// rows [rows, max_rows) zero.
+template <typename T>
+void loadRows(float* dst, int64_t ld, Slab<T> src, int64_t rows, int64_t max_rows,
+              int64_t cols, float alpha) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* s = src.base + r * src.row_stride;
+    float* d = dst + r * ld;
+    if (src.col_stride == 1) {
+      for (int64_t c = 0; c < cols; ++c) d[c] = alpha * load(s[c]);
+    } else {
+      for (int64_t c = 0; c < cols; ++c) d[c] = alpha * load(s[c * src.col_stride]);
+    }
+    for (int64_t c = cols; c < ld; ++c) d[c] = 0.0f;
+  }
+  for (int64_t r = rows; r < max_rows; ++r) std::memset(dst + r * ld, 0, ld * sizeof(float));
+}
+
+/// dst (cols x ld) = alpha * transposed src rows: dst[c][r] = src[r][c];
+/// columns [rows, ld) zero.
+template <typename T>
+void loadTransposed(float* dst, int64_t ld, Slab<T> src, int64_t rows, int64_t cols,
+                    float alpha) {
+  for (int64_t c = 0; c < cols; ++c)
+    for (int64_t r = rows; r < ld; ++r) dst[c * ld + r] = 0.0f;
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* s = src.base + r * src.row_stride;
+    for (int64_t c = 0; c < cols; ++c) dst[c * ld + r] = alpha * load(s[c * src.col_stride]);
+  }
+}
+
+/// Writes rows x cols of src (row-major, ld) times alpha to dst.
+template <typename T>
+void storeRows(const MemRef<T, 4>& out, int64_t b, int64_t h, int64_t row0, const float* src,
+               int64_t ld, int64_t rows, int64_t cols, float alpha) {
+  T* base = out.aligned + out.offset + b * out.strides[0] + h * out.strides[1] +
+            row0 * out.strides[2];
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c)
+      base[r * out.strides[2] + c * out.strides[3]] = store<T>(alpha * src[r * ld + c]);
+}
+
+/// The shared shape and options of the three kernels.
+template <typename T>
+struct Problem {
+  const MemRef<T, 4>& q;
+  const MemRef<T, 4>& k;
+  const MemRef<T, 4>& v;
+  const MemRef<T, 4>& bias;
+  float scale;
+  bool causal, has_bias;
+  int64_t batch, heads, kv_heads, seq_q, seq_k, dim, dim_v;
+
+  Problem(const MemRef<T, 4>& q_, const MemRef<T, 4>& k_, const MemRef<T, 4>& v_,
+          const MemRef<T, 4>& bias_, double scale_, int64_t causal_, int64_t has_bias_)
+      : q(q_), k(k_), v(v_), bias(bias_), scale(static_cast<float>(scale_)),
+        causal(causal_ != 0), has_bias(has_bias_ != 0), batch(q_.sizes[0]),
+        heads(q_.sizes[1]), kv_heads(k_.sizes[1]), seq_q(q_.sizes[2]), seq_k(k_.sizes[2]),
+        dim(q_.sizes[3]), dim_v(v_.sizes[3]) {}
+
+  int64_t kvHead(int64_t h) const { return h / (heads / kv_heads); }
+  /// Keys that query row i may see end here (exclusive).
+  int64_t keyLimit(int64_t i) const { return causal ? std::min(seq_k, i + 1) : seq_k; }
+
+  /// s[r][c] := scores of block rows (queries i0 + r) and columns (keys
+  /// j0 + c) with bias and masks applied: -inf beyond the keys a row may
+  /// see. s already holds the scaled products.
+  void maskScores(float* s, int64_t ld, int64_t b, int64_t h, int64_t i0, int64_t rows,
+                  int64_t j0, int64_t cols) const {
+    for (int64_t r = 0; r < rows; ++r) {
+      float* row = s + r * ld;
+      const int64_t limit = std::clamp<int64_t>(keyLimit(i0 + r) - j0, 0, cols);
+      if (has_bias) {
+        const T* bb = bias.aligned + bias.offset + b * bias.strides[0] + h * bias.strides[1] +
+                      (i0 + r) * bias.strides[2] + j0 * bias.strides[3];
+        for (int64_t c = 0; c < limit; ++c) row[c] += load(bb[c * bias.strides[3]]);
+      }
+      for (int64_t c = limit; c < ld; ++c) row[c] = kNegInf;
+    }
+  }
+};
+
+/// exp(x - shift) over n floats in place (n a multiple of 8); returns the sum.
+inline float expShifted(float* x, int64_t n, float shift) {
+  const __m256 vs = _mm256_set1_ps(shift);
+  __m256 sum = _mm256_setzero_ps();
+  for (int64_t j = 0; j < n; j += 8) {
+    __m256 e = maia_nn::exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j), vs));
+    _mm256_storeu_ps(x + j, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sum);
+  float total = 0;
+  for (float l : lanes) total += l;
+  return total;
+}
+
+inline float rowMax(const float* x, int64_t n) {
+  __m256 m = _mm256_set1_ps(kNegInf);
+  for (int64_t j = 0; j < n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + j));
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, m);
+  float best = lanes[0];
+  for (int l = 1; l < 8; ++l) best = std::max(best, lanes[l]);
+  return best;
+}
+
+struct ForwardScratch {
+  maia_gemm::ScratchBuffer q, kt, v, s, o;
+};
+
+inline ForwardScratch& forwardScratch() {
+  static thread_local ForwardScratch scratch;
+  return scratch;
+}
+
+// args: out (T, 4), logsumexp (f32, 3), q, k, v, bias (T, 4), scale (f64),
+// is_causal, has_bias.
+template <typename T>
+void sdpaForward(void* const* args, const maia_grid_t* grid) {
+  const auto& out = memref<T, 4>(args, 0);
+  const auto& lse = memref<float, 3>(args, 1);
+  const Problem<T> p(memref<T, 4>(args, 2), memref<T, 4>(args, 3), memref<T, 4>(args, 4),
+                     memref<T, 4>(args, 5), scalar<double>(args, 6), scalar<int64_t>(args, 7),
+                     scalar<int64_t>(args, 8));
+  const int64_t dp = padded(p.dim), dvp = padded(p.dim_v);
+  const int64_t q_blocks = (p.seq_q + kBlockQ - 1) / kBlockQ;
+  ForwardScratch& scratch = forwardScratch();
+  float* qb = scratch.q.get(kBlockQ * dp);
+  float* kt = scratch.kt.get(p.dim * kBlockK);
+  float* vb = scratch.v.get(kBlockK * dvp);
+  float* s = scratch.s.get(kBlockQ * kBlockK);
+  float* o = scratch.o.get(kBlockQ * dvp);
+  float row_max[kBlockQ], row_sum[kBlockQ];
+
+  auto slice = maia_kernel::programSlice(grid, p.batch * p.heads * q_blocks);
+  for (int64_t unit = slice.begin; unit < slice.end; ++unit) {
+    const int64_t bh = unit / q_blocks, b = bh / p.heads, h = bh % p.heads;
+    const int64_t hk = p.kvHead(h);
+    const int64_t i0 = (unit % q_blocks) * kBlockQ, rows = std::min(kBlockQ, p.seq_q - i0);
+    loadRows(qb, dp, slab(p.q, b, h, i0), rows, rows, p.dim, p.scale);
+    std::memset(o, 0, rows * dvp * sizeof(float));
+    for (int64_t r = 0; r < rows; ++r) {
+      row_max[r] = kNegInf;
+      row_sum[r] = 0;
+    }
+    const int64_t key_end = p.keyLimit(i0 + rows - 1);
+    for (int64_t j0 = 0; j0 < key_end; j0 += kBlockK) {
+      const int64_t cols = std::min(kBlockK, key_end - j0);
+      loadTransposed(kt, kBlockK, slab(p.k, b, hk, j0), cols, p.dim, 1.0f);
+      loadRows(vb, dvp, slab(p.v, b, hk, j0), cols, kBlockK, p.dim_v, 1.0f);
+      matmul(s, kBlockK, qb, dp, kt, kBlockK, rows, kBlockK, p.dim, false);
+      p.maskScores(s, kBlockK, b, h, i0, rows, j0, cols);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* row = s + r * kBlockK;
+        const float m = std::max(row_max[r], rowMax(row, kBlockK));
+        if (m == kNegInf) {  // nothing visible yet: the row's probabilities are 0
+          std::memset(row, 0, kBlockK * sizeof(float));
+          continue;
+        }
+        const float alpha = std::exp(row_max[r] - m);  // 0 on the first visible block
+        const float sum = expShifted(row, kBlockK, m);
+        row_sum[r] = row_sum[r] * alpha + sum;
+        row_max[r] = m;
+        if (alpha != 1.0f) {
+          float* orow = o + r * dvp;
+          for (int64_t c = 0; c < dvp; ++c) orow[c] *= alpha;
+        }
+      }
+      matmul(o, dvp, s, kBlockK, vb, dvp, rows, dvp, kBlockK, true);
+    }
+    float* lse_row = lse.aligned + lse.offset + b * lse.strides[0] + h * lse.strides[1] +
+                     i0 * lse.strides[2];
+    for (int64_t r = 0; r < rows; ++r) {
+      const float l = row_sum[r];
+      const float inv = l > 0 ? 1.0f / l : 0.0f;
+      float* orow = o + r * dvp;
+      for (int64_t c = 0; c < p.dim_v; ++c) orow[c] *= inv;
+      lse_row[r * lse.strides[2]] =
+          l > 0 ? row_max[r] + std::log(l) : std::numeric_limits<float>::infinity();
+    }
+    storeRows(out, b, h, i0, o, dvp, rows, p.dim_v, 1.0f);
+  }
+}
+
+/// The float32 blocks of a backward program, one buffer each.
+struct BackwardScratch {
+  maia_gemm::ScratchBuffer buffers[10];
+};
+
+inline BackwardScratch& backwardScratch() {
+  static thread_local BackwardScratch scratch;
+  return scratch;
+}
+
+/// Row values (logsumexp or delta) of rows [i0, i0 + rows) of (b, h).
+inline const float* rowValues(const MemRef<float, 3>& t, int64_t b, int64_t h, int64_t i0,
+                              float* buffer, int64_t rows) {
+  const float* base =
+      t.aligned + t.offset + b * t.strides[0] + h * t.strides[1] + i0 * t.strides[2];
+  for (int64_t r = 0; r < rows; ++r) buffer[r] = base[r * t.strides[2]];
+  return buffer;
+}
+
+// args: dk, dv (T, 4), q, k, v, dout, bias (T, 4), logsumexp, delta (f32, 3),
+// scale (f64), is_causal, has_bias.
+template <typename T>
+void sdpaBackwardKv(void* const* args, const maia_grid_t* grid) {
+  const auto& dk = memref<T, 4>(args, 0);
+  const auto& dv = memref<T, 4>(args, 1);
+  const Problem<T> p(memref<T, 4>(args, 2), memref<T, 4>(args, 3), memref<T, 4>(args, 4),
+                     memref<T, 4>(args, 6), scalar<double>(args, 9), scalar<int64_t>(args, 10),
+                     scalar<int64_t>(args, 11));
+  const auto& dout = memref<T, 4>(args, 5);
+  const auto& lse = memref<float, 3>(args, 7);
+  const auto& delta = memref<float, 3>(args, 8);
+  const int64_t dp = padded(p.dim), dvp = padded(p.dim_v);
+  const int64_t k_blocks = (p.seq_k + kBlockK - 1) / kBlockK;
+  const int64_t group = p.heads / p.kv_heads;
+  BackwardScratch& scratch = backwardScratch();
+  maia_gemm::ScratchBuffer* buf = scratch.buffers;
+  float* kb = buf[0].get(kBlockK * p.dim);      // K block, row-major
+  float* vb = buf[1].get(kBlockK * p.dim_v);    // V block, row-major
+  float* qb = buf[2].get(kBlockQ * dp);         // scale * Q, row-major
+  float* qt = buf[3].get(p.dim * kBlockQ);      // scale * Q^T
+  float* gb = buf[4].get(kBlockQ * dvp);        // dO, row-major
+  float* gt = buf[5].get(p.dim_v * kBlockQ);    // dO^T
+  float* st = buf[6].get(kBlockK * kBlockQ);    // S^T, then P^T
+  float* dpt = buf[7].get(kBlockK * kBlockQ);   // dP^T, then dS^T
+  float* dk_acc = buf[8].get(kBlockK * dp);
+  float* dv_acc = buf[9].get(kBlockK * dvp);
+  float lse_buf[kBlockQ], delta_buf[kBlockQ];
+
+  auto slice = maia_kernel::programSlice(grid, p.batch * p.kv_heads * k_blocks);
+  for (int64_t unit = slice.begin; unit < slice.end; ++unit) {
+    const int64_t bh = unit / k_blocks, b = bh / p.kv_heads, hk = bh % p.kv_heads;
+    const int64_t j0 = (unit % k_blocks) * kBlockK, cols = std::min(kBlockK, p.seq_k - j0);
+    loadRows(kb, p.dim, slab(p.k, b, hk, j0), cols, cols, p.dim, 1.0f);
+    loadRows(vb, p.dim_v, slab(p.v, b, hk, j0), cols, cols, p.dim_v, 1.0f);
+    std::memset(dk_acc, 0, cols * dp * sizeof(float));
+    std::memset(dv_acc, 0, cols * dvp * sizeof(float));
+    // Causal: queries before j0 see none of these keys.
+    const int64_t first = p.causal ? j0 / kBlockQ * kBlockQ : 0;
+    for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
+      for (int64_t i0 = first; i0 < p.seq_q; i0 += kBlockQ) {
+        const int64_t rows = std::min(kBlockQ, p.seq_q - i0);
+        loadRows(qb, dp, slab(p.q, b, h, i0), rows, kBlockQ, p.dim, p.scale);
+        loadTransposed(qt, kBlockQ, slab(p.q, b, h, i0), rows, p.dim, p.scale);
+        loadRows(gb, dvp, slab(dout, b, h, i0), rows, kBlockQ, p.dim_v, 1.0f);
+        loadTransposed(gt, kBlockQ, slab(dout, b, h, i0), rows, p.dim_v, 1.0f);
+        const float* l = rowValues(lse, b, h, i0, lse_buf, rows);
+        const float* d = rowValues(delta, b, h, i0, delta_buf, rows);
+        // S^T = K (scale Q)^T, masked through S (rows = queries).
+        matmul(st, kBlockQ, kb, p.dim, qt, kBlockQ, cols, kBlockQ, p.dim, false);
+        // P^T[c][r] = exp(S[r][c] + bias - lse[r]), 0 where masked.
+        for (int64_t c = 0; c < cols; ++c) {
+          float* row = st + c * kBlockQ;
+          for (int64_t r = 0; r < kBlockQ; ++r) {
+            float x = kNegInf;
+            if (r < rows && j0 + c < p.keyLimit(i0 + r)) {
+              x = row[r];
+              if (p.has_bias)
+                x += load(p.bias.aligned[p.bias.offset + b * p.bias.strides[0] +
+                                         h * p.bias.strides[1] + (i0 + r) * p.bias.strides[2] +
+                                         (j0 + c) * p.bias.strides[3]]);
+              x -= l[r];
+            }
+            row[r] = x;
+          }
+          expShifted(row, kBlockQ, 0.0f);
+        }
+        // dV += P^T dO; dP^T = V dO^T; dS^T = P^T (dP^T - delta); dK += dS^T (scale Q).
+        matmul(dv_acc, dvp, st, kBlockQ, gb, dvp, cols, dvp, kBlockQ, true);
+        matmul(dpt, kBlockQ, vb, p.dim_v, gt, kBlockQ, cols, kBlockQ, p.dim_v, false);
+        for (int64_t c = 0; c < cols; ++c) {
+          float* ds = dpt + c * kBlockQ;
+          const float* pr = st + c * kBlockQ;
+          for (int64_t r = 0; r < rows; ++r) ds[r] = pr[r] * (ds[r] - d[r]);
+          for (int64_t r = rows; r < kBlockQ; ++r) ds[r] = 0.0f;
+        }
+        matmul(dk_acc, dp, dpt, kBlockQ, qb, dp, cols, dp, kBlockQ, true);
+      }
+    }
+    storeRows(dk, b, hk, j0, dk_acc, dp, cols, p.dim, 1.0f);
+    storeRows(dv, b, hk, j0, dv_acc, dvp, cols, p.dim_v, 1.0f);
+  }
+}
+
+// args: dq (T, 4), q, k, v, dout, bias (T, 4), logsumexp, delta (f32, 3),
+// scale (f64), is_causal, has_bias.
+template <typename T>
+void sdpaBackwardQ(void* const* args, const maia_grid_t* grid) {
+  const auto& dq = memref<T, 4>(args, 0);
+  const Problem<T> p(memref<T, 4>(args, 1), memref<T, 4>(args, 2), memref<T, 4>(args, 3),
+                     memref<T, 4>(args, 5), scalar<double>(args, 8), scalar<int64_t>(args, 9),
+                     scalar<int64_t>(args, 10));
+  const auto& dout = memref<T, 4>(args, 4);
+  const auto& lse = memref<float, 3>(args, 6);
+  const auto& delta = memref<float, 3>(args, 7);
+  const int64_t dp = padded(p.dim);
+  const int64_t q_blocks = (p.seq_q + kBlockQ - 1) / kBlockQ;
+  BackwardScratch& scratch = backwardScratch();
+  maia_gemm::ScratchBuffer* buf = scratch.buffers;
+  float* qb = buf[0].get(kBlockQ * p.dim);      // scale * Q
+  float* gb = buf[1].get(kBlockQ * p.dim_v);    // dO
+  float* kt = buf[2].get(p.dim * kBlockK);      // K^T
+  float* kb = buf[3].get(kBlockK * dp);         // K, row-major
+  float* vt = buf[4].get(p.dim_v * kBlockK);    // V^T
+  float* s = buf[5].get(kBlockQ * kBlockK);     // S, then P
+  float* dps = buf[6].get(kBlockQ * kBlockK);   // dP, then dS
+  float* dq_acc = buf[7].get(kBlockQ * dp);
+  float lse_buf[kBlockQ], delta_buf[kBlockQ];
+
+  auto slice = maia_kernel::programSlice(grid, p.batch * p.heads * q_blocks);
+  for (int64_t unit = slice.begin; unit < slice.end; ++unit) {
+    const int64_t bh = unit / q_blocks, b = bh / p.heads, h = bh % p.heads;
+    const int64_t hk = p.kvHead(h);
+    const int64_t i0 = (unit % q_blocks) * kBlockQ, rows = std::min(kBlockQ, p.seq_q - i0);
+    loadRows(qb, p.dim, slab(p.q, b, h, i0), rows, rows, p.dim, p.scale);
+    loadRows(gb, p.dim_v, slab(dout, b, h, i0), rows, rows, p.dim_v, 1.0f);
+    const float* l = rowValues(lse, b, h, i0, lse_buf, rows);
+    const float* d = rowValues(delta, b, h, i0, delta_buf, rows);
+    std::memset(dq_acc, 0, rows * dp * sizeof(float));
+    const int64_t key_end = p.keyLimit(i0 + rows - 1);
+    for (int64_t j0 = 0; j0 < key_end; j0 += kBlockK) {
+      const int64_t cols = std::min(kBlockK, key_end - j0);
+      loadTransposed(kt, kBlockK, slab(p.k, b, hk, j0), cols, p.dim, 1.0f);
+      loadRows(kb, dp, slab(p.k, b, hk, j0), cols, kBlockK, p.dim, 1.0f);
+      loadTransposed(vt, kBlockK, slab(p.v, b, hk, j0), cols, p.dim_v, 1.0f);
+      matmul(s, kBlockK, qb, p.dim, kt, kBlockK, rows, kBlockK, p.dim, false);
+      p.maskScores(s, kBlockK, b, h, i0, rows, j0, cols);
+      for (int64_t r = 0; r < rows; ++r) expShifted(s + r * kBlockK, kBlockK, l[r]);
+      matmul(dps, kBlockK, gb, p.dim_v, vt, kBlockK, rows, kBlockK, p.dim_v, false);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* ds = dps + r * kBlockK;
+        const float* pr = s + r * kBlockK;
+        for (int64_t c = 0; c < kBlockK; ++c) ds[c] = pr[c] * (ds[c] - d[r]);
+      }
+      matmul(dq_acc, dp, dps, kBlockK, kb, dp, rows, dp, kBlockK, true);
+    }
+    storeRows(dq, b, h, i0, dq_acc, dp, rows, p.dim, p.scale);
+  }
+}
+
+}  // namespace maia_attention

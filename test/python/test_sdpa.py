@@ -1,0 +1,241 @@
+"""F.scaled_dot_product_attention on maia (runtime/torch/csrc/ops/Attention.cpp,
+runtime/kernels/nn/attention.h): inputs the fused kernels take run
+_scaled_dot_product_fused_attention_overrideable and its backward, everything
+else the math path; both match the CPU's SDPA, and neither falls back to the
+host."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch.profiler import ProfilerActivity, profile
+
+FUSED = "aten::_scaled_dot_product_fused_attention_overrideable"
+FUSED_BWD = "aten::_scaled_dot_product_fused_attention_overrideable_backward"
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+# Against the CPU's SDPA in the same dtype: both round the output (and the
+# CPU its 16-bit intermediates), so low precision gets the dtype's tolerance.
+TOL = {
+    torch.float32: dict(atol=2e-5, rtol=2e-5),
+    torch.bfloat16: dict(atol=2e-2, rtol=2e-2),
+    torch.float16: dict(atol=3e-3, rtol=3e-3),
+}
+GRAD_TOL = {
+    torch.float32: dict(atol=1e-4, rtol=1e-4),
+    torch.bfloat16: dict(atol=6e-2, rtol=5e-2),
+    torch.float16: dict(atol=1e-2, rtol=1e-2),
+}
+
+
+def ops_run(fn):
+    """The aten operators fn ran (profiler keys) and the host fallbacks it
+    caused, with fn's result."""
+    torch.maia.reset_fallback_counts()
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        result = fn()
+        torch.maia.synchronize()
+    return {e.key for e in prof.key_averages()}, torch.maia.fallback_counts(), result
+
+
+def qkv(batch, heads, seq_q, seq_k, dim, dtype, kv_heads=None, dim_v=None, transposed=False):
+    """Random query, key, value on the CPU; transposed makes them
+    (batch, seq, heads, dim) tensors viewed as (batch, heads, seq, dim)."""
+    kv_heads = kv_heads or heads
+    dim_v = dim_v or dim
+
+    def make(h, s, d):
+        if transposed:
+            return torch.randn(batch, s, h, d).to(dtype).transpose(1, 2)
+        return torch.randn(batch, h, s, d).to(dtype)
+
+    return make(heads, seq_q, dim), make(kv_heads, seq_k, dim), make(kv_heads, seq_k, dim_v)
+
+
+def to_maia(t):
+    """t on maia with t's strides (a transposed view stays one)."""
+    if t.is_contiguous():
+        return t.to("maia")
+    return t.transpose(1, 2).contiguous().to("maia").transpose(1, 2)
+
+
+def sdpa_both(q, k, v, grad=False, **kwargs):
+    """SDPA on the CPU and on maia (with gradients of q, k, v if grad); the
+    maia operators and fallbacks; each result as CPU tensors."""
+
+    def run(device_q, device_k, device_v, mask):
+        inputs = [t.detach().requires_grad_(grad) for t in (device_q, device_k, device_v)]
+        out = F.scaled_dot_product_attention(*inputs, attn_mask=mask, **kwargs)
+        if not grad:
+            return [out]
+        g = torch.linspace(-1, 1, out.numel()).reshape(out.shape).to(out.dtype)
+        out.backward(g.to(out.device))
+        return [out] + [t.grad for t in inputs]
+
+    mask = kwargs.pop("attn_mask", None)
+    expected = run(q, k, v, mask)
+    mask_maia = mask.to("maia") if mask is not None else None
+    ops, fallbacks, actual = ops_run(lambda: run(to_maia(q), to_maia(k), to_maia(v), mask_maia))
+    return [a.cpu() for a in actual], expected, ops, fallbacks
+
+
+def check(actual, expected, tol):
+    for name, a, e in zip(["output", "grad_q", "grad_k", "grad_v"], actual, expected):
+        torch.testing.assert_close(a, e, msg=lambda m, name=name: f"{name}: {m}", **tol)
+
+
+class TestSdpaFused:
+    @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+    @pytest.mark.parametrize("causal", [False, True])
+    @pytest.mark.parametrize("seq", [1, 7, 65, 200])
+    @pytest.mark.parametrize("dim", [16, 64, 80])
+    def test_forward_matches_cpu(self, dtype, causal, seq, dim):
+        torch.manual_seed(seq * 100 + dim)
+        q, k, v = qkv(2, 3, seq, seq, dim, dtype)
+        actual, expected, ops, fallbacks = sdpa_both(q, k, v, is_causal=causal)
+        assert FUSED in ops and "aten::_softmax" not in ops
+        assert not fallbacks
+        check(actual, expected, TOL[dtype])
+
+    @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+    @pytest.mark.parametrize("causal", [False, True])
+    @pytest.mark.parametrize("seq_q,seq_k", [(1, 200), (65, 7), (7, 65), (130, 129)])
+    def test_cross_attention_lengths(self, dtype, causal, seq_q, seq_k):
+        torch.manual_seed(seq_q + seq_k)
+        q, k, v = qkv(1, 2, seq_q, seq_k, 64, dtype, dim_v=48)
+        actual, expected, ops, fallbacks = sdpa_both(q, k, v, is_causal=causal)
+        assert FUSED in ops and not fallbacks
+        check(actual, expected, TOL[dtype])
+
+    @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+    def test_explicit_scale_and_transposed_inputs(self, dtype):
+        torch.manual_seed(1)
+        q, k, v = qkv(2, 4, 33, 70, 32, dtype, transposed=True)
+        assert not q.is_contiguous()
+        actual, expected, ops, fallbacks = sdpa_both(q, k, v, scale=0.3, is_causal=True)
+        assert FUSED in ops and not fallbacks
+        check(actual, expected, TOL[dtype])
+        # The output is laid out like the query (what the meta function says).
+        out = F.scaled_dot_product_attention(to_maia(q), to_maia(k), to_maia(v))
+        assert out.stride() == torch.empty_like(q).stride()
+
+    @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+    @pytest.mark.parametrize("shape", [(65, 70), (2, 1, 65, 70), (1, 3, 1, 70)], ids=str)
+    def test_boolean_mask(self, dtype, shape):
+        torch.manual_seed(2)
+        q, k, v = qkv(2, 3, 65, 70, 64, dtype)
+        mask = torch.rand(shape) > 0.3
+        mask[..., 0] = True  # no fully masked rows (their CPU result is NaN)
+        actual, expected, ops, fallbacks = sdpa_both(q, k, v, attn_mask=mask)
+        assert FUSED in ops and not fallbacks
+        check(actual, expected, TOL[dtype])
+
+    @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+    def test_additive_mask_with_causal_and_grads(self, dtype):
+        torch.manual_seed(3)
+        q, k, v = qkv(2, 3, 65, 65, 64, dtype)
+        mask = torch.randn(1, 3, 65, 65).to(dtype)
+        actual, expected, ops, fallbacks = sdpa_both(q, k, v, grad=True, attn_mask=mask)
+        assert FUSED in ops and FUSED_BWD in ops and not fallbacks
+        check(actual, expected, GRAD_TOL[dtype])
+
+    @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+    @pytest.mark.parametrize("causal", [False, True])
+    @pytest.mark.parametrize("seq,dim", [(1, 16), (7, 80), (65, 64), (200, 16)])
+    def test_gradients_match_cpu(self, dtype, causal, seq, dim):
+        torch.manual_seed(seq + dim)
+        q, k, v = qkv(2, 2, seq, seq, dim, dtype)
+        actual, expected, ops, fallbacks = sdpa_both(q, k, v, grad=True, is_causal=causal)
+        assert FUSED_BWD in ops and "aten::_softmax_backward_data" not in ops
+        assert not fallbacks
+        check(actual, expected, GRAD_TOL[dtype])
+
+    @pytest.mark.parametrize("causal", [False, True])
+    def test_gradients_transposed_cross_attention(self, causal):
+        torch.manual_seed(4)
+        q, k, v = qkv(2, 3, 100, 70, 64, torch.float32, dim_v=40, transposed=True)
+        actual, expected, ops, fallbacks = sdpa_both(q, k, v, grad=True, is_causal=causal,
+                                                     scale=0.2)
+        assert FUSED_BWD in ops and not fallbacks
+        check(actual, expected, GRAD_TOL[torch.float32])
+
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+    @pytest.mark.parametrize("causal", [False, True])
+    def test_grouped_query_attention(self, dtype, causal):
+        torch.manual_seed(5)
+        q, k, v = qkv(2, 6, 70, 70, 32, dtype, kv_heads=2)
+        actual, expected, ops, fallbacks = sdpa_both(q, k, v, grad=True, is_causal=causal,
+                                                     enable_gqa=True)
+        assert FUSED in ops and FUSED_BWD in ops and not fallbacks
+        check(actual, expected, GRAD_TOL[dtype])
+
+    def test_fully_masked_rows_are_zero(self):
+        # The CPU gives NaN for a row that sees no key; the fused kernel gives
+        # 0 (as the math path's safe softmax does), and 0 gradients.
+        q, k, v = [t.to("maia").requires_grad_() for t in qkv(1, 1, 4, 5, 16, torch.float32)]
+        mask = torch.ones(4, 5, dtype=torch.bool)
+        mask[2] = False
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask.to("maia"))
+        out.sum().backward()
+        assert torch.equal(out[0, 0, 2].cpu(), torch.zeros(16))
+        assert torch.isfinite(out.cpu()).all() and torch.isfinite(q.grad.cpu()).all()
+        assert torch.equal(q.grad[0, 0, 2].cpu(), torch.zeros(16))
+
+
+class TestSdpaMathPath:
+    """What the fused kernels do not take still gives the CPU's answer."""
+
+    def test_dropout_runs_math(self):
+        q, k, v = [to_maia(t) for t in qkv(2, 2, 9, 9, 16, torch.float32)]
+        ops, fallbacks, out = ops_run(
+            lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=1.0))
+        assert FUSED not in ops and not fallbacks
+        assert torch.equal(out.cpu(), torch.zeros(2, 2, 9, 16))  # every weight dropped
+        ops, _, out = ops_run(lambda: F.scaled_dot_product_attention(q, k, v, dropout_p=0.5))
+        assert FUSED not in ops and out.shape == (2, 2, 9, 16)
+        assert torch.isfinite(out.cpu()).all()
+
+    @pytest.mark.parametrize("case", ["3d", "float64", "mask_grad"])
+    def test_unsupported_inputs_match_cpu(self, case):
+        torch.manual_seed(6)
+        dtype = torch.float64 if case == "float64" else torch.float32
+        q, k, v = qkv(2, 3, 17, 17, 16, dtype)
+        mask = None
+        if case == "3d":
+            q, k, v = q[0], k[0], v[0]
+        if case == "mask_grad":
+            mask = torch.randn(17, 17)
+        expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        mask_maia = mask.to("maia").requires_grad_() if mask is not None else None
+        ops, fallbacks, out = ops_run(lambda: F.scaled_dot_product_attention(
+            q.to("maia"), k.to("maia"), v.to("maia"), attn_mask=mask_maia))
+        assert FUSED not in ops
+        # maia has no float64 GEMM: the math path's bmm runs on the host.
+        assert set(fallbacks) <= ({"aten::bmm"} if case == "float64" else set())
+        torch.testing.assert_close(out.cpu(), expected, **TOL[torch.float32])
+        if case == "mask_grad":
+            out.sum().backward()
+            mask_cpu = mask.clone().requires_grad_()
+            F.scaled_dot_product_attention(q, k, v, attn_mask=mask_cpu).sum().backward()
+            torch.testing.assert_close(mask_maia.grad.cpu(), mask_cpu.grad, atol=1e-5, rtol=1e-5)
+
+    def test_sdpa_kernel_context_selects_backend(self):
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+
+        q, k, v = [to_maia(t) for t in qkv(1, 2, 9, 9, 16, torch.float32)]
+        with sdpa_kernel([SDPBackend.MATH]):
+            ops, _, math_out = ops_run(lambda: F.scaled_dot_product_attention(q, k, v))
+        assert FUSED not in ops
+        with sdpa_kernel([SDPBackend.OVERRIDEABLE]):
+            ops, _, fused_out = ops_run(lambda: F.scaled_dot_product_attention(q, k, v))
+        assert FUSED in ops
+        torch.testing.assert_close(fused_out.cpu(), math_out.cpu(), **TOL[torch.float32])
+
+    def test_direct_call_refuses_dropout(self):
+        q, k, v = [to_maia(t) for t in qkv(1, 1, 4, 4, 16, torch.float32)]
+        with pytest.raises(RuntimeError, match="no dropout"):
+            torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v, None, 0.5)
+        out, lse = torch.ops.aten._scaled_dot_product_fused_attention_overrideable(q, k, v)[:2]
+        assert lse.shape == (1, 1, 4) and lse.dtype == torch.float32
+        scores = (q @ k.transpose(-1, -2)).cpu() / math.sqrt(16)
+        torch.testing.assert_close(lse.cpu(), torch.logsumexp(scores, -1), atol=1e-5, rtol=1e-5)
