@@ -10,7 +10,12 @@
 // torch's: query i sees keys j <= i) stops at the diagonal block. Blocks
 // are computed in float32 whatever the storage type: q, k, v are converted
 // into per-thread scratch (so any strides cost one gather per block, not
-// per product) and the products run in an AVX2 4x16 register tile.
+// per product) and the products run in an AVX2 4x16 register tile whose
+// left operand may be read transposed (broadcasts cost the same from any
+// layout). Each kernel keeps the layout of its scores (S or S^T) such
+// that the block it reloads per step is a row-major copy and the
+// transposed copy is made once per unit (measured: per-step transposed
+// loads made forward 1.14x and forward+backward 1.23x slower).
 //
 // Backward (FlashAttention-2, probabilities recomputed from the logsumexp):
 // two kernels so that no two programs write the same gradient. sdpa_bwd_kv:
@@ -56,8 +61,10 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 /// the register tile never needs a column tail (pad columns hold zeros).
 inline int64_t padded(int64_t n) { return (n + 15) / 16 * 16; }
 
-/// c[r][0:16] (+)= sum_p a[r][p] * b[p][0:16] for R rows.
-template <int R>
+/// c[r][0:16] (+)= sum_p A(r, p) * b[p][0:16] for R rows, where A(r, p) is
+/// a[r * lda + p], or a[p * lda + r] when TransA: broadcasts read any
+/// layout at the same cost, so a transposed left operand needs no copy.
+template <int R, bool TransA>
 inline void tile(float* c, int64_t ldc, const float* a, int64_t lda, const float* b,
                  int64_t ldb, int64_t k, bool accumulate) {
   __m256 c0[R], c1[R];
@@ -68,7 +75,7 @@ inline void tile(float* c, int64_t ldc, const float* a, int64_t lda, const float
   for (int64_t p = 0; p < k; ++p) {
     const __m256 b0 = _mm256_loadu_ps(b + p * ldb), b1 = _mm256_loadu_ps(b + p * ldb + 8);
     for (int r = 0; r < R; ++r) {
-      const __m256 av = _mm256_broadcast_ss(a + r * lda + p);
+      const __m256 av = _mm256_broadcast_ss(TransA ? a + p * lda + r : a + r * lda + p);
       c0[r] = _mm256_fmadd_ps(av, b0, c0[r]);
       c1[r] = _mm256_fmadd_ps(av, b1, c1[r]);
     }
@@ -79,18 +86,23 @@ inline void tile(float* c, int64_t ldc, const float* a, int64_t lda, const float
   }
 }
 
-/// C (m x n) = or += A (m x k) @ B (k x n), float32 row-major scratch; n is
-/// a multiple of 16.
+/// C (m x n) = or += A (m x k) @ B (k x n), float32 scratch, B and C
+/// row-major with n a multiple of 16; A row-major (lda), or stored
+/// transposed (k x m, lda) when TransA.
+template <bool TransA = false>
 inline void matmul(float* c, int64_t ldc, const float* a, int64_t lda, const float* b,
                    int64_t ldb, int64_t m, int64_t n, int64_t k, bool accumulate) {
+  constexpr int kRows = 4;  // 8 accumulators; 6 rows (12) measured 1.5x slower (spills)
+  auto at = [&](int64_t i) { return TransA ? a + i : a + i * lda; };
   for (int64_t j = 0; j < n; j += 16) {
     int64_t i = 0;
-    for (; i + 4 <= m; i += 4)
-      tile<4>(c + i * ldc + j, ldc, a + i * lda, lda, b + j, ldb, k, accumulate);
+    for (; i + kRows <= m; i += kRows)
+      tile<kRows, TransA>(c + i * ldc + j, ldc, at(i), lda, b + j, ldb, k, accumulate);
+    float* ci = c + i * ldc + j;
     switch (m - i) {
-      case 3: tile<3>(c + i * ldc + j, ldc, a + i * lda, lda, b + j, ldb, k, accumulate); break;
-      case 2: tile<2>(c + i * ldc + j, ldc, a + i * lda, lda, b + j, ldb, k, accumulate); break;
-      case 1: tile<1>(c + i * ldc + j, ldc, a + i * lda, lda, b + j, ldb, k, accumulate); break;
+      case 3: tile<3, TransA>(ci, ldc, at(i), lda, b + j, ldb, k, accumulate); break;
+      case 2: tile<2, TransA>(ci, ldc, at(i), lda, b + j, ldb, k, accumulate); break;
+      case 1: tile<1, TransA>(ci, ldc, at(i), lda, b + j, ldb, k, accumulate); break;
       default: break;
     }
   }
@@ -189,6 +201,25 @@ struct Problem {
       for (int64_t c = limit; c < ld; ++c) row[c] = kNegInf;
     }
   }
+
+  /// The same for transposed scores: st[c][r] for key j0 + c and query
+  /// i0 + r, c < cols; -inf for queries that do not see the key and for
+  /// r >= rows.
+  void maskScoresTransposed(float* st, int64_t ld, int64_t b, int64_t h, int64_t i0,
+                            int64_t rows, int64_t j0, int64_t cols) const {
+    for (int64_t c = 0; c < cols; ++c) {
+      float* row = st + c * ld;
+      // Query i sees key j when j < keyLimit(i), i.e. (causal) i >= j.
+      const int64_t first = causal ? std::clamp<int64_t>(j0 + c - i0, 0, rows) : 0;
+      for (int64_t r = 0; r < first; ++r) row[r] = kNegInf;
+      if (has_bias) {
+        const T* bb = bias.aligned + bias.offset + b * bias.strides[0] + h * bias.strides[1] +
+                      i0 * bias.strides[2] + (j0 + c) * bias.strides[3];
+        for (int64_t r = first; r < rows; ++r) row[r] += load(bb[r * bias.strides[2]]);
+      }
+      for (int64_t r = rows; r < ld; ++r) row[r] = kNegInf;
+    }
+  }
 };
 
 /// exp(x - shift) over n floats in place (n a multiple of 8); returns the sum.
@@ -207,25 +238,60 @@ inline float expShifted(float* x, int64_t n, float shift) {
   return total;
 }
 
-inline float rowMax(const float* x, int64_t n) {
-  __m256 m = _mm256_set1_ps(kNegInf);
-  for (int64_t j = 0; j < n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + j));
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, m);
-  float best = lanes[0];
-  for (int l = 1; l < 8; ++l) best = std::max(best, lanes[l]);
-  return best;
+/// x[j] = exp(x[j] - shift[j]) over n floats (a multiple of 8); adds x to
+/// sums when given.
+inline void expShiftedLanes(float* x, const float* shift, float* sums, int64_t n) {
+  for (int64_t j = 0; j < n; j += 8) {
+    __m256 e = maia_nn::exp256(_mm256_sub_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(shift + j)));
+    _mm256_storeu_ps(x + j, e);
+    if (sums != nullptr) _mm256_storeu_ps(sums + j, _mm256_add_ps(_mm256_loadu_ps(sums + j), e));
+  }
 }
 
-struct ForwardScratch {
-  maia_gemm::ScratchBuffer q, kt, v, s, o;
+/// x[j] = p[j] * (x[j] - delta[j]) over n floats (a multiple of 8): dS from
+/// dP, P and delta, per lane.
+inline void softmaxGradLanes(float* x, const float* p, const float* delta, int64_t n) {
+  for (int64_t j = 0; j < n; j += 8) {
+    __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + j), _mm256_loadu_ps(delta + j));
+    _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), d));
+  }
+}
+
+/// The same with one delta for the whole row.
+inline void softmaxGradRow(float* x, const float* p, float delta, int64_t n) {
+  const __m256 vd = _mm256_set1_ps(delta);
+  for (int64_t j = 0; j < n; j += 8) {
+    __m256 d = _mm256_sub_ps(_mm256_loadu_ps(x + j), vd);
+    _mm256_storeu_ps(x + j, _mm256_mul_ps(_mm256_loadu_ps(p + j), d));
+  }
+}
+
+/// Per-thread float32 blocks, one buffer each.
+struct KernelScratch {
+  maia_gemm::ScratchBuffer buffers[10];
 };
 
-inline ForwardScratch& forwardScratch() {
-  static thread_local ForwardScratch scratch;
+inline KernelScratch& threadScratch() {
+  static thread_local KernelScratch scratch;
   return scratch;
 }
 
+/// Row values (logsumexp or delta) of rows [i0, i0 + rows) of (b, h) into
+/// buffer, padded with `pad` to kBlockQ.
+inline const float* rowValues(const MemRef<float, 3>& t, int64_t b, int64_t h, int64_t i0,
+                              int64_t rows, float pad, float* buffer) {
+  const float* base =
+      t.aligned + t.offset + b * t.strides[0] + h * t.strides[1] + i0 * t.strides[2];
+  for (int64_t r = 0; r < rows; ++r) buffer[r] = base[r * t.strides[2]];
+  for (int64_t r = rows; r < kBlockQ; ++r) buffer[r] = pad;
+  return buffer;
+}
+
+// The forward keeps scores transposed, S^T = K (scale Q)^T (keys x queries):
+// (scale Q)^T is converted once per unit, each key block is a row-major
+// load, and P V reads S^T as a transposed left operand. The online softmax
+// runs per query, i.e. per lane of S^T's rows.
+//
 // args: out (T, 4), logsumexp (f32, 3), q, k, v, bias (T, 4), scale (f64),
 // is_causal, has_bias.
 template <typename T>
@@ -235,51 +301,63 @@ void sdpaForward(void* const* args, const maia_grid_t* grid) {
   const Problem<T> p(memref<T, 4>(args, 2), memref<T, 4>(args, 3), memref<T, 4>(args, 4),
                      memref<T, 4>(args, 5), scalar<double>(args, 6), scalar<int64_t>(args, 7),
                      scalar<int64_t>(args, 8));
-  const int64_t dp = padded(p.dim), dvp = padded(p.dim_v);
+  const int64_t dvp = padded(p.dim_v);
   const int64_t q_blocks = (p.seq_q + kBlockQ - 1) / kBlockQ;
-  ForwardScratch& scratch = forwardScratch();
-  float* qb = scratch.q.get(kBlockQ * dp);
-  float* kt = scratch.kt.get(p.dim * kBlockK);
-  float* vb = scratch.v.get(kBlockK * dvp);
-  float* s = scratch.s.get(kBlockQ * kBlockK);
-  float* o = scratch.o.get(kBlockQ * dvp);
-  float row_max[kBlockQ], row_sum[kBlockQ];
+  maia_gemm::ScratchBuffer* buf = threadScratch().buffers;
+  float* qt = buf[0].get(p.dim * kBlockQ);      // (scale Q)^T
+  float* kb = buf[1].get(kBlockK * p.dim);      // K block
+  float* vb = buf[2].get(kBlockK * dvp);        // V block
+  float* st = buf[3].get(kBlockK * kBlockQ);    // S^T, then P^T
+  float* o = buf[4].get(kBlockQ * dvp);         // unnormalized output
+  alignas(32) float row_max[kBlockQ], row_sum[kBlockQ], new_max[kBlockQ], shift[kBlockQ],
+      alpha[kBlockQ];
 
   auto slice = maia_kernel::programSlice(grid, p.batch * p.heads * q_blocks);
   for (int64_t unit = slice.begin; unit < slice.end; ++unit) {
     const int64_t bh = unit / q_blocks, b = bh / p.heads, h = bh % p.heads;
     const int64_t hk = p.kvHead(h);
     const int64_t i0 = (unit % q_blocks) * kBlockQ, rows = std::min(kBlockQ, p.seq_q - i0);
-    loadRows(qb, dp, slab(p.q, b, h, i0), rows, rows, p.dim, p.scale);
+    loadTransposed(qt, kBlockQ, slab(p.q, b, h, i0), rows, p.dim, p.scale);
     std::memset(o, 0, rows * dvp * sizeof(float));
-    for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t r = 0; r < kBlockQ; ++r) {
       row_max[r] = kNegInf;
       row_sum[r] = 0;
     }
     const int64_t key_end = p.keyLimit(i0 + rows - 1);
     for (int64_t j0 = 0; j0 < key_end; j0 += kBlockK) {
       const int64_t cols = std::min(kBlockK, key_end - j0);
-      loadTransposed(kt, kBlockK, slab(p.k, b, hk, j0), cols, p.dim, 1.0f);
-      loadRows(vb, dvp, slab(p.v, b, hk, j0), cols, kBlockK, p.dim_v, 1.0f);
-      matmul(s, kBlockK, qb, dp, kt, kBlockK, rows, kBlockK, p.dim, false);
-      p.maskScores(s, kBlockK, b, h, i0, rows, j0, cols);
-      for (int64_t r = 0; r < rows; ++r) {
-        float* row = s + r * kBlockK;
-        const float m = std::max(row_max[r], rowMax(row, kBlockK));
-        if (m == kNegInf) {  // nothing visible yet: the row's probabilities are 0
-          std::memset(row, 0, kBlockK * sizeof(float));
-          continue;
-        }
-        const float alpha = std::exp(row_max[r] - m);  // 0 on the first visible block
-        const float sum = expShifted(row, kBlockK, m);
-        row_sum[r] = row_sum[r] * alpha + sum;
-        row_max[r] = m;
-        if (alpha != 1.0f) {
-          float* orow = o + r * dvp;
-          for (int64_t c = 0; c < dvp; ++c) orow[c] *= alpha;
-        }
+      loadRows(kb, p.dim, slab(p.k, b, hk, j0), cols, cols, p.dim, 1.0f);
+      loadRows(vb, dvp, slab(p.v, b, hk, j0), cols, cols, p.dim_v, 1.0f);
+      matmul(st, kBlockQ, kb, p.dim, qt, kBlockQ, cols, kBlockQ, p.dim, false);
+      p.maskScoresTransposed(st, kBlockQ, b, h, i0, rows, j0, cols);
+      for (int64_t r = 0; r < kBlockQ; r += 8)
+        _mm256_store_ps(new_max + r, _mm256_load_ps(row_max + r));
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t r = 0; r < kBlockQ; r += 8)
+          _mm256_store_ps(new_max + r, _mm256_max_ps(_mm256_load_ps(new_max + r),
+                                                     _mm256_loadu_ps(st + c * kBlockQ + r)));
+      // alpha = exp(old max - new max) rescales what the row has so far. A
+      // query that sees no key yet keeps max -inf and is shifted by 0 (its
+      // exps and alpha are 0), never by -inf - -inf.
+      for (int64_t r = 0; r < kBlockQ; r += 8) {
+        const __m256 m = _mm256_load_ps(new_max + r);
+        const __m256 none = _mm256_cmp_ps(m, _mm256_set1_ps(kNegInf), _CMP_EQ_OQ);
+        const __m256 sh = _mm256_blendv_ps(m, _mm256_setzero_ps(), none);
+        const __m256 a = maia_nn::exp256(_mm256_sub_ps(_mm256_load_ps(row_max + r), sh));
+        _mm256_store_ps(alpha + r, a);
+        _mm256_store_ps(shift + r, sh);
+        _mm256_store_ps(row_max + r, m);
+        _mm256_store_ps(row_sum + r, _mm256_mul_ps(_mm256_load_ps(row_sum + r), a));
       }
-      matmul(o, dvp, s, kBlockK, vb, dvp, rows, dvp, kBlockK, true);
+      for (int64_t c = 0; c < cols; ++c)
+        expShiftedLanes(st + c * kBlockQ, shift, row_sum, kBlockQ);
+      for (int64_t r = 0; r < rows; ++r) {
+        if (alpha[r] == 1.0f) continue;
+        float* orow = o + r * dvp;
+        for (int64_t c = 0; c < dvp; ++c) orow[c] *= alpha[r];
+      }
+      // O += P V, P = (P^T)^T.
+      matmul<true>(o, dvp, st, kBlockQ, vb, dvp, rows, dvp, cols, true);
     }
     float* lse_row = lse.aligned + lse.offset + b * lse.strides[0] + h * lse.strides[1] +
                      i0 * lse.strides[2];
@@ -295,25 +373,12 @@ void sdpaForward(void* const* args, const maia_grid_t* grid) {
   }
 }
 
-/// The float32 blocks of a backward program, one buffer each.
-struct BackwardScratch {
-  maia_gemm::ScratchBuffer buffers[10];
-};
-
-inline BackwardScratch& backwardScratch() {
-  static thread_local BackwardScratch scratch;
-  return scratch;
-}
-
-/// Row values (logsumexp or delta) of rows [i0, i0 + rows) of (b, h).
-inline const float* rowValues(const MemRef<float, 3>& t, int64_t b, int64_t h, int64_t i0,
-                              float* buffer, int64_t rows) {
-  const float* base =
-      t.aligned + t.offset + b * t.strides[0] + h * t.strides[1] + i0 * t.strides[2];
-  for (int64_t r = 0; r < rows; ++r) buffer[r] = base[r * t.strides[2]];
-  return buffer;
-}
-
+// sdpa_bwd_kv: a unit is a key block of one (batch, kv head). K^T and V^T
+// are converted once per unit; per query block, Q and dO are row-major
+// loads and the products run on S = (scale Q) K^T (queries x keys):
+//   P = exp(S + bias - lse), dV += P^T dO, dP = dO V^T,
+//   dS = P (dP - delta), dK += dS^T (scale Q).
+//
 // args: dk, dv (T, 4), q, k, v, dout, bias (T, 4), logsumexp, delta (f32, 3),
 // scale (f64), is_causal, has_bias.
 template <typename T>
@@ -329,26 +394,23 @@ void sdpaBackwardKv(void* const* args, const maia_grid_t* grid) {
   const int64_t dp = padded(p.dim), dvp = padded(p.dim_v);
   const int64_t k_blocks = (p.seq_k + kBlockK - 1) / kBlockK;
   const int64_t group = p.heads / p.kv_heads;
-  BackwardScratch& scratch = backwardScratch();
-  maia_gemm::ScratchBuffer* buf = scratch.buffers;
-  float* kb = buf[0].get(kBlockK * p.dim);      // K block, row-major
-  float* vb = buf[1].get(kBlockK * p.dim_v);    // V block, row-major
-  float* qb = buf[2].get(kBlockQ * dp);         // scale * Q, row-major
-  float* qt = buf[3].get(p.dim * kBlockQ);      // scale * Q^T
-  float* gb = buf[4].get(kBlockQ * dvp);        // dO, row-major
-  float* gt = buf[5].get(p.dim_v * kBlockQ);    // dO^T
-  float* st = buf[6].get(kBlockK * kBlockQ);    // S^T, then P^T
-  float* dpt = buf[7].get(kBlockK * kBlockQ);   // dP^T, then dS^T
-  float* dk_acc = buf[8].get(kBlockK * dp);
-  float* dv_acc = buf[9].get(kBlockK * dvp);
-  float lse_buf[kBlockQ], delta_buf[kBlockQ];
+  maia_gemm::ScratchBuffer* buf = threadScratch().buffers;
+  float* kt = buf[0].get(p.dim * kBlockK);      // K^T
+  float* vt = buf[1].get(p.dim_v * kBlockK);    // V^T
+  float* qb = buf[2].get(kBlockQ * dp);         // scale * Q
+  float* gb = buf[3].get(kBlockQ * dvp);        // dO
+  float* s = buf[4].get(kBlockQ * kBlockK);     // S, then P
+  float* ds = buf[5].get(kBlockQ * kBlockK);    // dP, then dS
+  float* dk_acc = buf[6].get(kBlockK * dp);
+  float* dv_acc = buf[7].get(kBlockK * dvp);
+  alignas(32) float lse_buf[kBlockQ], delta_buf[kBlockQ];
 
   auto slice = maia_kernel::programSlice(grid, p.batch * p.kv_heads * k_blocks);
   for (int64_t unit = slice.begin; unit < slice.end; ++unit) {
     const int64_t bh = unit / k_blocks, b = bh / p.kv_heads, hk = bh % p.kv_heads;
     const int64_t j0 = (unit % k_blocks) * kBlockK, cols = std::min(kBlockK, p.seq_k - j0);
-    loadRows(kb, p.dim, slab(p.k, b, hk, j0), cols, cols, p.dim, 1.0f);
-    loadRows(vb, p.dim_v, slab(p.v, b, hk, j0), cols, cols, p.dim_v, 1.0f);
+    loadTransposed(kt, kBlockK, slab(p.k, b, hk, j0), cols, p.dim, 1.0f);
+    loadTransposed(vt, kBlockK, slab(p.v, b, hk, j0), cols, p.dim_v, 1.0f);
     std::memset(dk_acc, 0, cols * dp * sizeof(float));
     std::memset(dv_acc, 0, cols * dvp * sizeof(float));
     // Causal: queries before j0 see none of these keys.
@@ -356,41 +418,18 @@ void sdpaBackwardKv(void* const* args, const maia_grid_t* grid) {
     for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
       for (int64_t i0 = first; i0 < p.seq_q; i0 += kBlockQ) {
         const int64_t rows = std::min(kBlockQ, p.seq_q - i0);
-        loadRows(qb, dp, slab(p.q, b, h, i0), rows, kBlockQ, p.dim, p.scale);
-        loadTransposed(qt, kBlockQ, slab(p.q, b, h, i0), rows, p.dim, p.scale);
-        loadRows(gb, dvp, slab(dout, b, h, i0), rows, kBlockQ, p.dim_v, 1.0f);
-        loadTransposed(gt, kBlockQ, slab(dout, b, h, i0), rows, p.dim_v, 1.0f);
-        const float* l = rowValues(lse, b, h, i0, lse_buf, rows);
-        const float* d = rowValues(delta, b, h, i0, delta_buf, rows);
-        // S^T = K (scale Q)^T, masked through S (rows = queries).
-        matmul(st, kBlockQ, kb, p.dim, qt, kBlockQ, cols, kBlockQ, p.dim, false);
-        // P^T[c][r] = exp(S[r][c] + bias - lse[r]), 0 where masked.
-        for (int64_t c = 0; c < cols; ++c) {
-          float* row = st + c * kBlockQ;
-          for (int64_t r = 0; r < kBlockQ; ++r) {
-            float x = kNegInf;
-            if (r < rows && j0 + c < p.keyLimit(i0 + r)) {
-              x = row[r];
-              if (p.has_bias)
-                x += load(p.bias.aligned[p.bias.offset + b * p.bias.strides[0] +
-                                         h * p.bias.strides[1] + (i0 + r) * p.bias.strides[2] +
-                                         (j0 + c) * p.bias.strides[3]]);
-              x -= l[r];
-            }
-            row[r] = x;
-          }
-          expShifted(row, kBlockQ, 0.0f);
-        }
-        // dV += P^T dO; dP^T = V dO^T; dS^T = P^T (dP^T - delta); dK += dS^T (scale Q).
-        matmul(dv_acc, dvp, st, kBlockQ, gb, dvp, cols, dvp, kBlockQ, true);
-        matmul(dpt, kBlockQ, vb, p.dim_v, gt, kBlockQ, cols, kBlockQ, p.dim_v, false);
-        for (int64_t c = 0; c < cols; ++c) {
-          float* ds = dpt + c * kBlockQ;
-          const float* pr = st + c * kBlockQ;
-          for (int64_t r = 0; r < rows; ++r) ds[r] = pr[r] * (ds[r] - d[r]);
-          for (int64_t r = rows; r < kBlockQ; ++r) ds[r] = 0.0f;
-        }
-        matmul(dk_acc, dp, dpt, kBlockQ, qb, dp, cols, dp, kBlockQ, true);
+        loadRows(qb, dp, slab(p.q, b, h, i0), rows, rows, p.dim, p.scale);
+        loadRows(gb, dvp, slab(dout, b, h, i0), rows, rows, p.dim_v, 1.0f);
+        const float* l = rowValues(lse, b, h, i0, rows, 0.0f, lse_buf);
+        const float* d = rowValues(delta, b, h, i0, rows, 0.0f, delta_buf);
+        matmul(s, kBlockK, qb, dp, kt, kBlockK, rows, kBlockK, p.dim, false);
+        p.maskScores(s, kBlockK, b, h, i0, rows, j0, cols);
+        for (int64_t r = 0; r < rows; ++r) expShifted(s + r * kBlockK, kBlockK, l[r]);
+        matmul<true>(dv_acc, dvp, s, kBlockK, gb, dvp, cols, dvp, rows, true);
+        matmul(ds, kBlockK, gb, dvp, vt, kBlockK, rows, kBlockK, p.dim_v, false);
+        for (int64_t r = 0; r < rows; ++r)
+          softmaxGradRow(ds + r * kBlockK, s + r * kBlockK, d[r], kBlockK);
+        matmul<true>(dk_acc, dp, ds, kBlockK, qb, dp, cols, dp, rows, true);
       }
     }
     storeRows(dk, b, hk, j0, dk_acc, dp, cols, p.dim, 1.0f);
@@ -398,6 +437,12 @@ void sdpaBackwardKv(void* const* args, const maia_grid_t* grid) {
   }
 }
 
+// sdpa_bwd_q: a unit is a query block. (scale Q)^T and dO^T are converted
+// once per unit; per key block, K and V are row-major loads and the
+// products run on S^T = K (scale Q)^T (keys x queries):
+//   P^T = exp(S^T + bias - lse), dP^T = V dO^T, dS^T = P^T (dP^T - delta),
+//   dQ += scale dS K.
+//
 // args: dq (T, 4), q, k, v, dout, bias (T, 4), logsumexp, delta (f32, 3),
 // scale (f64), is_causal, has_bias.
 template <typename T>
@@ -411,44 +456,41 @@ void sdpaBackwardQ(void* const* args, const maia_grid_t* grid) {
   const auto& delta = memref<float, 3>(args, 7);
   const int64_t dp = padded(p.dim);
   const int64_t q_blocks = (p.seq_q + kBlockQ - 1) / kBlockQ;
-  BackwardScratch& scratch = backwardScratch();
-  maia_gemm::ScratchBuffer* buf = scratch.buffers;
-  float* qb = buf[0].get(kBlockQ * p.dim);      // scale * Q
-  float* gb = buf[1].get(kBlockQ * p.dim_v);    // dO
-  float* kt = buf[2].get(p.dim * kBlockK);      // K^T
-  float* kb = buf[3].get(kBlockK * dp);         // K, row-major
-  float* vt = buf[4].get(p.dim_v * kBlockK);    // V^T
-  float* s = buf[5].get(kBlockQ * kBlockK);     // S, then P
-  float* dps = buf[6].get(kBlockQ * kBlockK);   // dP, then dS
-  float* dq_acc = buf[7].get(kBlockQ * dp);
-  float lse_buf[kBlockQ], delta_buf[kBlockQ];
+  maia_gemm::ScratchBuffer* buf = threadScratch().buffers;
+  float* qt = buf[0].get(p.dim * kBlockQ);      // (scale Q)^T
+  float* gt = buf[1].get(p.dim_v * kBlockQ);    // dO^T
+  float* kb = buf[2].get(kBlockK * dp);         // K
+  float* vb = buf[3].get(kBlockK * p.dim_v);    // V
+  float* st = buf[4].get(kBlockK * kBlockQ);    // S^T, then P^T
+  float* dst = buf[5].get(kBlockK * kBlockQ);   // dP^T, then dS^T
+  float* dq_acc = buf[6].get(kBlockQ * dp);
+  alignas(32) float lse_buf[kBlockQ], delta_buf[kBlockQ];
 
   auto slice = maia_kernel::programSlice(grid, p.batch * p.heads * q_blocks);
   for (int64_t unit = slice.begin; unit < slice.end; ++unit) {
     const int64_t bh = unit / q_blocks, b = bh / p.heads, h = bh % p.heads;
     const int64_t hk = p.kvHead(h);
     const int64_t i0 = (unit % q_blocks) * kBlockQ, rows = std::min(kBlockQ, p.seq_q - i0);
-    loadRows(qb, p.dim, slab(p.q, b, h, i0), rows, rows, p.dim, p.scale);
-    loadRows(gb, p.dim_v, slab(dout, b, h, i0), rows, rows, p.dim_v, 1.0f);
-    const float* l = rowValues(lse, b, h, i0, lse_buf, rows);
-    const float* d = rowValues(delta, b, h, i0, delta_buf, rows);
+    loadTransposed(qt, kBlockQ, slab(p.q, b, h, i0), rows, p.dim, p.scale);
+    loadTransposed(gt, kBlockQ, slab(dout, b, h, i0), rows, p.dim_v, 1.0f);
+    // Padding queries: lse +inf makes their probabilities 0.
+    const float* l = rowValues(lse, b, h, i0, rows, std::numeric_limits<float>::infinity(),
+                               lse_buf);
+    const float* d = rowValues(delta, b, h, i0, rows, 0.0f, delta_buf);
     std::memset(dq_acc, 0, rows * dp * sizeof(float));
     const int64_t key_end = p.keyLimit(i0 + rows - 1);
     for (int64_t j0 = 0; j0 < key_end; j0 += kBlockK) {
       const int64_t cols = std::min(kBlockK, key_end - j0);
-      loadTransposed(kt, kBlockK, slab(p.k, b, hk, j0), cols, p.dim, 1.0f);
-      loadRows(kb, dp, slab(p.k, b, hk, j0), cols, kBlockK, p.dim, 1.0f);
-      loadTransposed(vt, kBlockK, slab(p.v, b, hk, j0), cols, p.dim_v, 1.0f);
-      matmul(s, kBlockK, qb, p.dim, kt, kBlockK, rows, kBlockK, p.dim, false);
-      p.maskScores(s, kBlockK, b, h, i0, rows, j0, cols);
-      for (int64_t r = 0; r < rows; ++r) expShifted(s + r * kBlockK, kBlockK, l[r]);
-      matmul(dps, kBlockK, gb, p.dim_v, vt, kBlockK, rows, kBlockK, p.dim_v, false);
-      for (int64_t r = 0; r < rows; ++r) {
-        float* ds = dps + r * kBlockK;
-        const float* pr = s + r * kBlockK;
-        for (int64_t c = 0; c < kBlockK; ++c) ds[c] = pr[c] * (ds[c] - d[r]);
-      }
-      matmul(dq_acc, dp, dps, kBlockK, kb, dp, rows, dp, kBlockK, true);
+      loadRows(kb, dp, slab(p.k, b, hk, j0), cols, cols, p.dim, 1.0f);
+      loadRows(vb, p.dim_v, slab(p.v, b, hk, j0), cols, cols, p.dim_v, 1.0f);
+      matmul(st, kBlockQ, kb, dp, qt, kBlockQ, cols, kBlockQ, p.dim, false);
+      p.maskScoresTransposed(st, kBlockQ, b, h, i0, rows, j0, cols);
+      for (int64_t c = 0; c < cols; ++c) expShiftedLanes(st + c * kBlockQ, l, nullptr, kBlockQ);
+      matmul(dst, kBlockQ, vb, p.dim_v, gt, kBlockQ, cols, kBlockQ, p.dim_v, false);
+      for (int64_t c = 0; c < cols; ++c)
+        softmaxGradLanes(dst + c * kBlockQ, st + c * kBlockQ, d, kBlockQ);
+      // dQ += dS K, dS = (dS^T)^T.
+      matmul<true>(dq_acc, dp, dst, kBlockQ, kb, dp, rows, dp, cols, true);
     }
     storeRows(dq, b, h, i0, dq_acc, dp, rows, p.dim, p.scale);
   }
