@@ -10,8 +10,8 @@
 // torch's: query i sees keys j <= i) stops at the diagonal block. Blocks
 // are computed in float32 whatever the storage type: q, k, v are converted
 // into per-thread scratch (so any strides cost one gather per block, not
-// per product) and the products run in an AVX2 4x16 register tile whose
-// left operand may be read transposed (broadcasts cost the same from any
+// per product) and the products run in a register tile (AVX-512 8x16 in
+// the x86-64-v4 binary, AVX2 4x16 in the v3 one) whose left operand may be read transposed (broadcasts cost the same from any
 // layout). Each kernel keeps the layout of its scores (S or S^T) such
 // that the block it reloads per step is a row-major copy and the
 // transposed copy is made once per unit (measured: per-step transposed
@@ -64,6 +64,25 @@ inline int64_t padded(int64_t n) { return (n + 15) / 16 * 16; }
 /// c[r][0:16] (+)= sum_p A(r, p) * b[p][0:16] for R rows, where A(r, p) is
 /// a[r * lda + p], or a[p * lda + r] when TransA: broadcasts read any
 /// layout at the same cost, so a transposed left operand needs no copy.
+/// AVX-512 (the x86-64-v4 binary): one zmm per row, 8 rows; AVX2: two ymm
+/// per row, 4 rows (6 rows measured 1.5x slower: spills).
+#if defined(__AVX512F__)
+constexpr int kTileRows = 8;
+template <int R, bool TransA>
+inline void tile(float* c, int64_t ldc, const float* a, int64_t lda, const float* b,
+                 int64_t ldb, int64_t k, bool accumulate) {
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = accumulate ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+  for (int64_t p = 0; p < k; ++p) {
+    const __m512 bv = _mm512_loadu_ps(b + p * ldb);
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(TransA ? a[p * lda + r] : a[r * lda + p]), bv,
+                               acc[r]);
+  }
+  for (int r = 0; r < R; ++r) _mm512_storeu_ps(c + r * ldc, acc[r]);
+}
+#else
+constexpr int kTileRows = 4;
 template <int R, bool TransA>
 inline void tile(float* c, int64_t ldc, const float* a, int64_t lda, const float* b,
                  int64_t ldb, int64_t k, bool accumulate) {
@@ -85,6 +104,17 @@ inline void tile(float* c, int64_t ldc, const float* a, int64_t lda, const float
     _mm256_storeu_ps(c + r * ldc + 8, c1[r]);
   }
 }
+#endif
+
+/// The tile for the m % kTileRows rows left over.
+template <int R, bool TransA>
+inline void tailTile(int rows, float* c, int64_t ldc, const float* a, int64_t lda,
+                     const float* b, int64_t ldb, int64_t k, bool accumulate) {
+  if constexpr (R > 0) {
+    if (rows == R) return tile<R, TransA>(c, ldc, a, lda, b, ldb, k, accumulate);
+    tailTile<R - 1, TransA>(rows, c, ldc, a, lda, b, ldb, k, accumulate);
+  }
+}
 
 /// C (m x n) = or += A (m x k) @ B (k x n), float32 scratch, B and C
 /// row-major with n a multiple of 16; A row-major (lda), or stored
@@ -92,19 +122,14 @@ inline void tile(float* c, int64_t ldc, const float* a, int64_t lda, const float
 template <bool TransA = false>
 inline void matmul(float* c, int64_t ldc, const float* a, int64_t lda, const float* b,
                    int64_t ldb, int64_t m, int64_t n, int64_t k, bool accumulate) {
-  constexpr int kRows = 4;  // 8 accumulators; 6 rows (12) measured 1.5x slower (spills)
   auto at = [&](int64_t i) { return TransA ? a + i : a + i * lda; };
   for (int64_t j = 0; j < n; j += 16) {
     int64_t i = 0;
-    for (; i + kRows <= m; i += kRows)
-      tile<kRows, TransA>(c + i * ldc + j, ldc, at(i), lda, b + j, ldb, k, accumulate);
-    float* ci = c + i * ldc + j;
-    switch (m - i) {
-      case 3: tile<3, TransA>(ci, ldc, at(i), lda, b + j, ldb, k, accumulate); break;
-      case 2: tile<2, TransA>(ci, ldc, at(i), lda, b + j, ldb, k, accumulate); break;
-      case 1: tile<1, TransA>(ci, ldc, at(i), lda, b + j, ldb, k, accumulate); break;
-      default: break;
-    }
+    for (; i + kTileRows <= m; i += kTileRows)
+      tile<kTileRows, TransA>(c + i * ldc + j, ldc, at(i), lda, b + j, ldb, k, accumulate);
+    if (i < m)
+      tailTile<kTileRows - 1, TransA>(static_cast<int>(m - i), c + i * ldc + j, ldc, at(i), lda,
+                                      b + j, ldb, k, accumulate);
   }
 }
 

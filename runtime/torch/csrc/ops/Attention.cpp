@@ -8,9 +8,10 @@
 // gradient, other ranks or dtypes) gets SDPBackend::math: matmul, softmax,
 // matmul on maia's own kernels.
 //
-// The kernels are sdpa_fwd/sdpa_bwd_kv/sdpa_bwd_q of the NN kernel binary
-// (runtime/kernels/nn/attention.h), launched on the current stream over
-// blocks of 64 queries (or keys) per work unit, split across the cores.
+// The kernels are sdpa_fwd/sdpa_bwd_kv/sdpa_bwd_q of the attention kernel
+// binary (runtime/kernels/nn/attention.h; AVX-512 where the driver accepts
+// it, else AVX2), launched on the current stream over blocks of 64 queries
+// (or keys) per work unit, split across the cores.
 // Inductor lowers both operators as fallback kernels, so compiled graphs
 // call these very functions.
 #include <ATen/Context.h>
@@ -163,13 +164,13 @@ fusedAttention(const Tensor& query, const Tensor& key, const Tensor& value,
   if (out.numel() > 0) {
     TORCH_CHECK(seq_k > 0, op, ": no keys to attend to");
     const int64_t units = batch * heads * ((seq_q + kBlock - 1) / kBlock);
-    launchNn("sdpa_fwd", query.scalar_type(),
+    launchPrograms(attentionKernel("sdpa_fwd", query.scalar_type()),
              {memrefOf(out), memrefOf(lse), memrefOf(query), memrefOf(key), memrefOf(value),
               biasArg(bias, query, key),
               maiaKernelArgFloat(maiaDtypeF64, softmaxScale(query, scale)), intArg(is_causal),
               intArg(bias.defined())},
              programsFor(units, units * kBlock * seq_k * (query.size(3) + dim_v)),
-             query.device());
+             query.device().index());
   }
   // Dropout is off: the philox seed and offset are placeholders, as the
   // meta function's.
@@ -207,17 +208,17 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> fusedAttentionBackward(
   const int64_t batch = query.size(0), heads = query.size(1), seq_q = query.size(2),
                 seq_k = key.size(2), dims = query.size(3) + value.size(3);
   const int64_t kv_units = batch * key.size(1) * ((seq_k + kBlock - 1) / kBlock);
-  launchNn("sdpa_bwd_kv", dtype,
+  launchPrograms(attentionKernel("sdpa_bwd_kv", dtype),
            {memrefOf(grad_k), memrefOf(grad_v), memrefOf(query), memrefOf(key),
             memrefOf(value), memrefOf(dout), bias, memrefOf(lse), memrefOf(delta), scale_arg,
             intArg(is_causal), intArg(attn_bias.defined())},
-           programsFor(kv_units, kv_units * kBlock * seq_q * dims), query.device());
+           programsFor(kv_units, kv_units * kBlock * seq_q * dims), query.device().index());
   const int64_t q_units = batch * heads * ((seq_q + kBlock - 1) / kBlock);
-  launchNn("sdpa_bwd_q", dtype,
+  launchPrograms(attentionKernel("sdpa_bwd_q", dtype),
            {memrefOf(grad_q), memrefOf(query), memrefOf(key), memrefOf(value), memrefOf(dout),
             bias, memrefOf(lse), memrefOf(delta), scale_arg, intArg(is_causal),
             intArg(attn_bias.defined())},
-           programsFor(q_units, q_units * kBlock * seq_k * dims), query.device());
+           programsFor(q_units, q_units * kBlock * seq_k * dims), query.device().index());
   return {grad_q, grad_k, grad_v, Tensor()};
 }
 
