@@ -95,3 +95,21 @@ def test_dropout_in_training_compiles_to_the_math_path():
     out, code = run_and_get_code(torch.compile(fn), q, q, q)
     assert "overrideable" not in "\n".join(code)
     assert torch.equal(out.cpu(), torch.zeros(1, 2, 9, 16))
+
+
+def test_three_dimensional_inputs_compile():
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q.sin(), k, v, is_causal=True).cos()
+
+    torch.manual_seed(9)
+    q, k, v = [torch.randn(3, 70, 32, requires_grad=True) for _ in range(3)]
+    qm, km, vm = [t.detach().to("maia").requires_grad_() for t in (q, k, v)]
+    expected = fn(q, k, v)
+    expected.sum().backward()
+    actual, code = run_and_get_code(lambda: torch.compile(fn)(qm, km, vm))
+    assert FUSED in "\n".join(code)
+    actual.sum().backward()
+    torch.testing.assert_close(actual.cpu(), expected, atol=1e-4, rtol=1e-4)
+    # Compiled sin/cos are polynomials (a few ulp): the gradients' tolerance.
+    for a, e in [(qm.grad, q.grad), (km.grad, k.grad), (vm.grad, v.grad)]:
+        torch.testing.assert_close(a.cpu(), e, atol=1e-3, rtol=1e-3)

@@ -169,6 +169,46 @@ class TestSdpaFused:
         assert FUSED in ops and FUSED_BWD in ops and not fallbacks
         check(actual, expected, GRAD_TOL[dtype])
 
+    @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+    @pytest.mark.parametrize("dim", [1, 8, 256])
+    def test_head_dims_off_the_tile(self, dtype, dim):
+        torch.manual_seed(dim)
+        q, k, v = qkv(1, 2, 70, 65, dim, dtype)
+        actual, expected, ops, fallbacks = sdpa_both(q, k, v, grad=True, is_causal=True)
+        assert FUSED_BWD in ops and not fallbacks
+        check(actual, expected, GRAD_TOL[dtype])
+
+    @pytest.mark.parametrize("grad", [False, True])
+    def test_three_dimensional_inputs(self, grad):
+        torch.manual_seed(7)
+        q, k, v = [t[0] for t in qkv(1, 3, 70, 40, 32, torch.float32)]
+        mask = torch.rand(70, 40) > 0.5
+        mask[:, 0] = True
+        actual, expected, ops, fallbacks = sdpa_both(q, k, v, grad=grad, attn_mask=mask)
+        assert FUSED in ops and not fallbacks
+        check(actual, expected, GRAD_TOL[torch.float32])
+
+    def test_mask_and_causal_together(self):
+        torch.manual_seed(8)
+        q, k, v = qkv(2, 2, 65, 65, 32, torch.float32)
+        mask = torch.randn(65, 65)
+        actual, expected, ops, fallbacks = sdpa_both(q, k, v, grad=True, attn_mask=mask,
+                                                     is_causal=True)
+        assert FUSED in ops and not fallbacks
+        check(actual, expected, GRAD_TOL[torch.float32])
+
+    @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+    def test_device_kernels_in_the_profile(self, dtype):
+        q, k, v = [t.to("maia").requires_grad_() for t in qkv(1, 2, 9, 9, 16, dtype)]
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.PrivateUse1]) as prof:
+            F.scaled_dot_product_attention(q, k, v).sum().backward()
+            torch.maia.synchronize()
+        names = {e.key for e in prof.key_averages()}
+        suffix = {torch.float32: "f32", torch.bfloat16: "bf16", torch.float16: "f16"}[dtype]
+        for kernel in ("sdpa_fwd", "sdpa_bwd_kv", "sdpa_bwd_q"):
+            assert f"{kernel}_{suffix}" in names, names
+        assert not {"gemm_f32", "softmax_f32", "softmax_bf16"} & names
+
     def test_fully_masked_rows_are_zero(self):
         # The CPU gives NaN for a row that sees no key; the fused kernel gives
         # 0 (as the math path's safe softmax does), and 0 gradients.
@@ -195,13 +235,13 @@ class TestSdpaMathPath:
         assert FUSED not in ops and out.shape == (2, 2, 9, 16)
         assert torch.isfinite(out.cpu()).all()
 
-    @pytest.mark.parametrize("case", ["3d", "float64", "mask_grad"])
+    @pytest.mark.parametrize("case", ["3d_value_width", "float64", "mask_grad"])
     def test_unsupported_inputs_match_cpu(self, case):
         torch.manual_seed(6)
         dtype = torch.float64 if case == "float64" else torch.float32
-        q, k, v = qkv(2, 3, 17, 17, 16, dtype)
+        q, k, v = qkv(2, 3, 17, 17, 16, dtype, dim_v=24 if case == "3d_value_width" else None)
         mask = None
-        if case == "3d":
+        if case == "3d_value_width":  # the meta function cannot size that output
             q, k, v = q[0], k[0], v[0]
         if case == "mask_grad":
             mask = torch.randn(17, 17)

@@ -1,10 +1,10 @@
 // F.scaled_dot_product_attention on maia: the PrivateUse1 "overrideable"
 // SDPA backend. ATen's composite scaled_dot_product_attention asks
 // _fused_sdp_choice_stub which backend to use; for inputs the fused kernels
-// take we answer SDPBackend::overrideable, and ATen calls
-// _scaled_dot_product_fused_attention_overrideable (a boolean mask already
-// turned into an additive one of the query's dtype), whose derivative is
-// ..._overrideable_backward. Anything else (dropout, masks that need a
+// take (4-D, or 3-D as a batch of one) we answer SDPBackend::overrideable,
+// and ATen calls _scaled_dot_product_fused_attention_overrideable (a boolean
+// mask already turned into an additive one of the query's dtype), whose
+// derivative is ..._overrideable_backward. Anything else (dropout, masks that need a
 // gradient, other ranks or dtypes) gets SDPBackend::math: matmul, softmax,
 // matmul on maia's own kernels.
 //
@@ -59,8 +59,13 @@ bool broadcastsTo(const Tensor& mask, std::array<c10::SymInt, 4> shape) {
 bool fitsFusedKernels(const Tensor& q, const Tensor& k, const Tensor& v,
                       const std::optional<Tensor>& mask, double dropout_p, bool enable_gqa) {
   if (dropout_p != 0.0) return false;
-  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return false;
   if (q.is_nested() || k.is_nested() || v.is_nested()) return false;
+  // 3-D (heads, seq, dim) inputs run as one batch; the meta function sizes
+  // their output like the query only when the value has the query's width.
+  if (q.dim() == 3 && k.dim() == 3 && v.dim() == 3 && v.sym_size(2) == q.sym_size(2))
+    return fitsFusedKernels(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), mask, dropout_p,
+                            enable_gqa);
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return false;
   if (!fusedDtype(q.scalar_type()) || k.scalar_type() != q.scalar_type() ||
       v.scalar_type() != q.scalar_type())
     return false;
@@ -122,7 +127,8 @@ void checkInputs(const char* op, const Tensor& q, const Tensor& k, const Tensor&
   TORCH_CHECK(dropout_p == 0.0, op, ": maia's fused attention has no dropout (dropout_p=",
               dropout_p, "); SDPA picks the math path for it");
   TORCH_CHECK(q.dim() == 4 && k.dim() == 4 && v.dim() == 4, op,
-              ": expects 4-D (batch, heads, seq, head_dim) query, key and value");
+              ": expects 4-D (batch, heads, seq, head_dim) or 3-D (heads, seq, head_dim) query, "
+              "key and value");
   TORCH_CHECK(fusedDtype(q.scalar_type()) && k.scalar_type() == q.scalar_type() &&
                   v.scalar_type() == q.scalar_type(),
               op, ": expects float32, float16 or bfloat16 query, key and value of one dtype");
@@ -149,11 +155,17 @@ Tensor rowStats(const Tensor& t) {
   return t.scalar_type() == at::kFloat ? t : t.to(at::kFloat);
 }
 
+/// A 3-D (heads, seq, dim) tensor as a batch of one, as the meta function
+/// takes it; others unchanged.
+Tensor batched(const Tensor& t) { return t.defined() && t.dim() == 3 ? t.unsqueeze(0) : t; }
+
 std::tuple<Tensor, Tensor, Tensor, Tensor, c10::SymInt, c10::SymInt, Tensor, Tensor, Tensor>
-fusedAttention(const Tensor& query, const Tensor& key, const Tensor& value,
+fusedAttention(const Tensor& query_in, const Tensor& key_in, const Tensor& value_in,
                const std::optional<Tensor>& attn_bias, double dropout_p, bool is_causal,
                bool return_debug_mask, std::optional<double> scale) {
   const char* op = "_scaled_dot_product_fused_attention_overrideable";
+  const bool unbatched = query_in.dim() == 3;
+  const Tensor query = batched(query_in), key = batched(key_in), value = batched(value_in);
   const Tensor bias = attn_bias ? *attn_bias : Tensor();
   checkInputs(op, query, key, value, bias, dropout_p);
   TORCH_CHECK(!return_debug_mask, op, ": maia has no debug attention mask");
@@ -165,39 +177,53 @@ fusedAttention(const Tensor& query, const Tensor& key, const Tensor& value,
     TORCH_CHECK(seq_k > 0, op, ": no keys to attend to");
     const int64_t units = batch * heads * ((seq_q + kBlock - 1) / kBlock);
     launchPrograms(attentionKernel("sdpa_fwd", query.scalar_type()),
-             {memrefOf(out), memrefOf(lse), memrefOf(query), memrefOf(key), memrefOf(value),
-              biasArg(bias, query, key),
-              maiaKernelArgFloat(maiaDtypeF64, softmaxScale(query, scale)), intArg(is_causal),
-              intArg(bias.defined())},
-             programsFor(units, units * kBlock * seq_k * (query.size(3) + dim_v)),
-             query.device().index());
+                   {memrefOf(out), memrefOf(lse), memrefOf(query), memrefOf(key),
+                    memrefOf(value), biasArg(bias, query, key),
+                    maiaKernelArgFloat(maiaDtypeF64, softmaxScale(query, scale)),
+                    intArg(is_causal), intArg(bias.defined())},
+                   programsFor(units, units * kBlock * seq_k * (query.size(3) + dim_v)),
+                   query.device().index());
   }
   // Dropout is off: the philox seed and offset are placeholders, as the
   // meta function's.
   const at::TensorOptions longs = query.options().dtype(at::kLong);
-  return {out,        lse,   Tensor(), Tensor(), c10::SymInt(seq_q), c10::SymInt(seq_k),
-          newEmpty({}, longs), newEmpty({}, longs), Tensor()};
+  return {unbatched ? out.squeeze(0) : out,
+          lse,
+          Tensor(),
+          Tensor(),
+          c10::SymInt(seq_q),
+          c10::SymInt(seq_k),
+          newEmpty({}, longs),
+          newEmpty({}, longs),
+          Tensor()};
 }
 
 std::tuple<Tensor, Tensor, Tensor, Tensor> fusedAttentionBackward(
-    const Tensor& grad_out, const Tensor& query, const Tensor& key, const Tensor& value,
-    const Tensor& attn_bias, std::array<bool, 4> grad_input_mask, const Tensor& out,
+    const Tensor& grad_out_in, const Tensor& query_in, const Tensor& key_in,
+    const Tensor& value_in, const Tensor& attn_bias, std::array<bool, 4> grad_input_mask,
+    const Tensor& out_in,
     const Tensor& logsumexp, const Tensor& cum_seq_q, const Tensor& cum_seq_k,
     c10::SymInt max_q, c10::SymInt max_k, double dropout_p, bool is_causal,
     const Tensor& philox_seed, const Tensor& philox_offset, std::optional<double> scale) {
   const char* op = "_scaled_dot_product_fused_attention_overrideable_backward";
+  const Tensor query = batched(query_in), key = batched(key_in), value = batched(value_in);
+  const Tensor grad_out = batched(grad_out_in), out = batched(out_in);
   checkInputs(op, query, key, value, attn_bias, dropout_p);
   TORCH_CHECK(!grad_input_mask[3], op,
               ": maia's fused attention computes no gradient of attn_bias; SDPA picks the "
               "math path for masks that require grad");
-  Tensor grad_q = at::empty_like(query), grad_k = at::empty_like(key),
-         grad_v = at::empty_like(value);
+  // Laid out like the inputs (the meta function's empty_like); the kernels
+  // write 3-D ones through batch-of-one views.
+  Tensor grad_q_out = at::empty_like(query_in), grad_k_out = at::empty_like(key_in),
+         grad_v_out = at::empty_like(value_in);
   if (query.numel() == 0 || key.numel() == 0) {
-    grad_q.zero_();
-    grad_k.zero_();
-    grad_v.zero_();
-    return {grad_q, grad_k, grad_v, Tensor()};
+    grad_q_out.zero_();
+    grad_k_out.zero_();
+    grad_v_out.zero_();
+    return {grad_q_out, grad_k_out, grad_v_out, Tensor()};
   }
+  const Tensor grad_q = batched(grad_q_out), grad_k = batched(grad_k_out),
+               grad_v = batched(grad_v_out);
   const c10::ScalarType dtype = query.scalar_type();
   Tensor dout = grad_out.scalar_type() == dtype ? grad_out : grad_out.to(dtype);
   // delta = rowsum(dO * O), the softmax backward's correction term.
@@ -209,17 +235,19 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> fusedAttentionBackward(
                 seq_k = key.size(2), dims = query.size(3) + value.size(3);
   const int64_t kv_units = batch * key.size(1) * ((seq_k + kBlock - 1) / kBlock);
   launchPrograms(attentionKernel("sdpa_bwd_kv", dtype),
-           {memrefOf(grad_k), memrefOf(grad_v), memrefOf(query), memrefOf(key),
-            memrefOf(value), memrefOf(dout), bias, memrefOf(lse), memrefOf(delta), scale_arg,
-            intArg(is_causal), intArg(attn_bias.defined())},
-           programsFor(kv_units, kv_units * kBlock * seq_q * dims), query.device().index());
+                 {memrefOf(grad_k), memrefOf(grad_v), memrefOf(query), memrefOf(key),
+                  memrefOf(value), memrefOf(dout), bias, memrefOf(lse), memrefOf(delta),
+                  scale_arg, intArg(is_causal), intArg(attn_bias.defined())},
+                 programsFor(kv_units, kv_units * kBlock * seq_q * dims),
+                 query.device().index());
   const int64_t q_units = batch * heads * ((seq_q + kBlock - 1) / kBlock);
   launchPrograms(attentionKernel("sdpa_bwd_q", dtype),
-           {memrefOf(grad_q), memrefOf(query), memrefOf(key), memrefOf(value), memrefOf(dout),
-            bias, memrefOf(lse), memrefOf(delta), scale_arg, intArg(is_causal),
-            intArg(attn_bias.defined())},
-           programsFor(q_units, q_units * kBlock * seq_k * dims), query.device().index());
-  return {grad_q, grad_k, grad_v, Tensor()};
+                 {memrefOf(grad_q), memrefOf(query), memrefOf(key), memrefOf(value),
+                  memrefOf(dout), bias, memrefOf(lse), memrefOf(delta), scale_arg,
+                  intArg(is_causal), intArg(attn_bias.defined())},
+                 programsFor(q_units, q_units * kBlock * seq_k * dims),
+                 query.device().index());
+  return {grad_q_out, grad_k_out, grad_v_out, Tensor()};
 }
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
