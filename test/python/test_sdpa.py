@@ -209,6 +209,19 @@ class TestSdpaFused:
             assert f"{kernel}_{suffix}" in names, names
         assert not {"gemm_f32", "softmax_f32", "softmax_bf16"} & names
 
+    @pytest.mark.parametrize("causal", [False, True])
+    @pytest.mark.parametrize("batch,heads,kv_heads", [(1, 4, 1), (1, 2, 2), (4, 4, 2),
+                                                      (3, 2, 2)])
+    def test_both_backward_passes(self, causal, batch, heads, kv_heads):
+        # Few (batch, kv head) pairs take the two-pass backward (sdpa_bwd_kv,
+        # sdpa_bwd_q), many (>= 2 per core) the one-pass sdpa_bwd.
+        torch.manual_seed(batch * 10 + heads)
+        q, k, v = qkv(batch, heads, 130, 100, 48, torch.float32, kv_heads=kv_heads)
+        actual, expected, ops, fallbacks = sdpa_both(q, k, v, grad=True, is_causal=causal,
+                                                     enable_gqa=heads != kv_heads)
+        assert FUSED_BWD in ops and not fallbacks
+        check(actual, expected, GRAD_TOL[torch.float32])
+
     def test_fully_masked_rows_are_zero(self):
         # The CPU gives NaN for a row that sees no key; the fused kernel gives
         # 0 (as the math path's safe softmax does), and 0 gradients.

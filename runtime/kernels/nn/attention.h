@@ -2,28 +2,31 @@
 // (batch, heads, seq, head_dim) memrefs of any strides, for
 // runtime/torch/csrc/ops/Attention.cpp.
 //
-// Forward: a work unit is a block of kBlockQ queries of one (batch, head).
-// It walks the keys in blocks of kBlockK with an online softmax (running
-// row max and sum; the partial output is rescaled when the max grows), so
-// the (seq_q, seq_k) score matrix never exists; it saves the logsumexp of
-// each row for the backward. Causal attention (top-left aligned, as
-// torch's: query i sees keys j <= i) stops at the diagonal block. Blocks
-// are computed in float32 whatever the storage type: q, k, v are converted
-// into per-thread scratch (so any strides cost one gather per block, not
-// per product) and the products run in a register tile (AVX-512 8x16 in
-// the x86-64-v4 binary, AVX2 4x16 in the v3 one) whose left operand may be read transposed (broadcasts cost the same from any
-// layout). Each kernel keeps the layout of its scores (S or S^T) such
-// that the block it reloads per step is a row-major copy and the
-// transposed copy is made once per unit (measured: per-step transposed
+// Forward: a work unit is a block of kBlockQ queries of one (batch, head). It
+// walks the keys in blocks of kBlockK with an online softmax (running row max
+// and sum; the partial output is rescaled when the max grows), so the (seq_q,
+// seq_k) score matrix never exists; it saves the logsumexp of each row for
+// the backward. Causal attention (top-left aligned, as torch's: query i sees
+// keys j <= i) stops at the diagonal block. Blocks are computed in float32
+// whatever the storage type: q, k, v are converted into per-thread scratch
+// (so any strides cost one gather per block, not per product) and the
+// products run in a register tile (AVX-512 8x16 in the x86-64-v4 binary, AVX2
+// 4x16 in the v3 one) whose left operand may be read transposed (broadcasts
+// cost the same from any layout). Each kernel keeps the layout of its scores
+// (S or S^T) such that the block it reloads per step is a row-major copy and
+// the transposed copy is made once per unit (measured: per-step transposed
 // loads made forward 1.14x and forward+backward 1.23x slower).
 //
-// Backward (FlashAttention-2, probabilities recomputed from the logsumexp):
-// two kernels so that no two programs write the same gradient. sdpa_bwd_kv:
-// a unit is a key block of one (batch, kv head); it loops over the query
-// blocks of every query head of its group (grouped-query attention) and
-// accumulates dK and dV. sdpa_bwd_q: a unit is a query block; it loops over
-// the key blocks and accumulates dQ. delta = rowsum(dO * O) comes from the
-// caller.
+// Backward (FlashAttention-2, probabilities recomputed from the logsumexp),
+// never two programs writing one gradient: sdpa_bwd, a unit is a whole
+// (batch, kv head): it walks the key blocks, each against the query blocks
+// of every query head of its group (grouped-query attention), accumulating
+// dK and dV per key block and dQ in the program's scratch (five products
+// per block pair). When there are too few (batch, kv head) pairs to fill
+// the cores, two kernels over blocks instead: sdpa_bwd_kv (a unit is a key
+// block: dK, dV) and sdpa_bwd_q (a unit is a query block: dQ), which
+// recompute S and dP twice (seven products). delta = rowsum(dO * O) comes
+// from the caller.
 //
 // attn_bias is an additive mask of the storage type, broadcast to
 // (batch, heads, seq_q, seq_k) through zero strides (has_bias == 0: none).
@@ -68,18 +71,24 @@ inline int64_t padded(int64_t n) { return (n + 15) / 16 * 16; }
 /// per row, 4 rows (6 rows measured 1.5x slower: spills).
 #if defined(__AVX512F__)
 constexpr int kTileRows = 8;
-template <int R, bool TransA>
+/// Columns [0, 16 * V) of R rows: V zmm accumulators per row.
+template <int R, bool TransA, int V = 1>
 inline void tile(float* c, int64_t ldc, const float* a, int64_t lda, const float* b,
                  int64_t ldb, int64_t k, bool accumulate) {
-  __m512 acc[R];
-  for (int r = 0; r < R; ++r) acc[r] = accumulate ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+  __m512 acc[R][V];
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v)
+      acc[r][v] = accumulate ? _mm512_loadu_ps(c + r * ldc + 16 * v) : _mm512_setzero_ps();
   for (int64_t p = 0; p < k; ++p) {
-    const __m512 bv = _mm512_loadu_ps(b + p * ldb);
-    for (int r = 0; r < R; ++r)
-      acc[r] = _mm512_fmadd_ps(_mm512_set1_ps(TransA ? a[p * lda + r] : a[r * lda + p]), bv,
-                               acc[r]);
+    __m512 bv[V];
+    for (int v = 0; v < V; ++v) bv[v] = _mm512_loadu_ps(b + p * ldb + 16 * v);
+    for (int r = 0; r < R; ++r) {
+      const __m512 av = _mm512_set1_ps(TransA ? a[p * lda + r] : a[r * lda + p]);
+      for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(av, bv[v], acc[r][v]);
+    }
   }
-  for (int r = 0; r < R; ++r) _mm512_storeu_ps(c + r * ldc, acc[r]);
+  for (int r = 0; r < R; ++r)
+    for (int v = 0; v < V; ++v) _mm512_storeu_ps(c + r * ldc + 16 * v, acc[r][v]);
 }
 #else
 constexpr int kTileRows = 4;
@@ -107,12 +116,17 @@ inline void tile(float* c, int64_t ldc, const float* a, int64_t lda, const float
 #endif
 
 /// The tile for the m % kTileRows rows left over.
-template <int R, bool TransA>
+template <int R, bool TransA, int V = 1>
 inline void tailTile(int rows, float* c, int64_t ldc, const float* a, int64_t lda,
                      const float* b, int64_t ldb, int64_t k, bool accumulate) {
   if constexpr (R > 0) {
-    if (rows == R) return tile<R, TransA>(c, ldc, a, lda, b, ldb, k, accumulate);
-    tailTile<R - 1, TransA>(rows, c, ldc, a, lda, b, ldb, k, accumulate);
+    if (rows == R) {
+      if constexpr (V == 1) return tile<R, TransA>(c, ldc, a, lda, b, ldb, k, accumulate);
+#if defined(__AVX512F__)
+      else return tile<R, TransA, V>(c, ldc, a, lda, b, ldb, k, accumulate);
+#endif
+    }
+    tailTile<R - 1, TransA, V>(rows, c, ldc, a, lda, b, ldb, k, accumulate);
   }
 }
 
@@ -123,7 +137,19 @@ template <bool TransA = false>
 inline void matmul(float* c, int64_t ldc, const float* a, int64_t lda, const float* b,
                    int64_t ldb, int64_t m, int64_t n, int64_t k, bool accumulate) {
   auto at = [&](int64_t i) { return TransA ? a + i : a + i * lda; };
-  for (int64_t j = 0; j < n; j += 16) {
+  int64_t j = 0;
+#if defined(__AVX512F__)
+  // 32 columns at a time: 16 accumulators, half the broadcasts per FMA.
+  for (; j + 32 <= n; j += 32) {
+    int64_t i = 0;
+    for (; i + kTileRows <= m; i += kTileRows)
+      tile<kTileRows, TransA, 2>(c + i * ldc + j, ldc, at(i), lda, b + j, ldb, k, accumulate);
+    if (i < m)
+      tailTile<kTileRows - 1, TransA, 2>(static_cast<int>(m - i), c + i * ldc + j, ldc, at(i),
+                                         lda, b + j, ldb, k, accumulate);
+  }
+#endif
+  for (; j < n; j += 16) {
     int64_t i = 0;
     for (; i + kTileRows <= m; i += kTileRows)
       tile<kTileRows, TransA>(c + i * ldc + j, ldc, at(i), lda, b + j, ldb, k, accumulate);
@@ -398,11 +424,71 @@ void sdpaForward(void* const* args, const maia_grid_t* grid) {
   }
 }
 
-// sdpa_bwd_kv: a unit is a key block of one (batch, kv head). K^T and V^T
-// are converted once per unit; per query block, Q and dO are row-major
-// loads and the products run on S = (scale Q) K^T (queries x keys):
-//   P = exp(S + bias - lse), dV += P^T dO, dP = dO V^T,
-//   dS = P (dP - delta), dK += dS^T (scale Q).
+/// The blocks of the dK/dV backward of a program (scratch).
+struct KvBlocks {
+  float* kt;      // K^T of the key block
+  float* vt;      // V^T
+  float* qb;      // scale * Q of the query block
+  float* gb;      // dO
+  float* s;       // S, then P
+  float* ds;      // dP, then dS
+  float* dk_acc;  // dK of the key block (unscaled: Q is scaled)
+  float* dv_acc;  // dV
+  int64_t dp, dvp;
+};
+
+template <typename T>
+KvBlocks kvBlocks(const Problem<T>& p, maia_gemm::ScratchBuffer* buf) {
+  const int64_t dp = padded(p.dim), dvp = padded(p.dim_v);
+  return {buf[0].get(p.dim * kBlockK), buf[1].get(p.dim_v * kBlockK), buf[2].get(kBlockQ * dp),
+          buf[3].get(kBlockQ * dvp),   buf[4].get(kBlockQ * kBlockK), buf[5].get(kBlockQ * kBlockK),
+          buf[6].get(kBlockK * dp),    buf[7].get(kBlockK * dvp),     dp,
+          dvp};
+}
+
+/// One step of the dK/dV backward: key block j0 (K^T, V^T in x) against the
+/// query block i0 of head h, on S = (scale Q) K^T (queries x keys):
+///   P = exp(S + bias - lse), dV += P^T dO, dP = dO V^T,
+///   dS = P (dP - delta), dK += dS^T (scale Q).
+/// Leaves dS in x.ds for a caller that also wants dQ.
+template <typename T>
+void kvStep(const Problem<T>& p, const MemRef<T, 4>& dout, const MemRef<float, 3>& lse,
+            const MemRef<float, 3>& delta, const KvBlocks& x, int64_t b, int64_t h, int64_t i0,
+            int64_t rows, int64_t j0, int64_t cols) {
+  alignas(32) float lse_buf[kBlockQ], delta_buf[kBlockQ];
+  loadRows(x.qb, x.dp, slab(p.q, b, h, i0), rows, rows, p.dim, p.scale);
+  loadRows(x.gb, x.dvp, slab(dout, b, h, i0), rows, rows, p.dim_v, 1.0f);
+  const float* l = rowValues(lse, b, h, i0, rows, 0.0f, lse_buf);
+  const float* d = rowValues(delta, b, h, i0, rows, 0.0f, delta_buf);
+  matmul(x.s, kBlockK, x.qb, x.dp, x.kt, kBlockK, rows, kBlockK, p.dim, false);
+  p.maskScores(x.s, kBlockK, b, h, i0, rows, j0, cols);
+  for (int64_t r = 0; r < rows; ++r) expShifted(x.s + r * kBlockK, kBlockK, l[r]);
+  matmul<true>(x.dv_acc, x.dvp, x.s, kBlockK, x.gb, x.dvp, cols, x.dvp, rows, true);
+  matmul(x.ds, kBlockK, x.gb, x.dvp, x.vt, kBlockK, rows, kBlockK, p.dim_v, false);
+  for (int64_t r = 0; r < rows; ++r)
+    softmaxGradRow(x.ds + r * kBlockK, x.s + r * kBlockK, d[r], kBlockK);
+  matmul<true>(x.dk_acc, x.dp, x.ds, kBlockK, x.qb, x.dp, cols, x.dp, rows, true);
+}
+
+/// Loads key block j0 of (b, hk) for kvStep and clears its accumulators.
+template <typename T>
+void startKeyBlock(const Problem<T>& p, const KvBlocks& x, int64_t b, int64_t hk, int64_t j0,
+                   int64_t cols) {
+  loadTransposed(x.kt, kBlockK, slab(p.k, b, hk, j0), cols, p.dim, 1.0f);
+  loadTransposed(x.vt, kBlockK, slab(p.v, b, hk, j0), cols, p.dim_v, 1.0f);
+  std::memset(x.dk_acc, 0, cols * x.dp * sizeof(float));
+  std::memset(x.dv_acc, 0, cols * x.dvp * sizeof(float));
+}
+
+/// The first query block that sees key j0 (causal: queries before j0 do not).
+template <typename T>
+int64_t firstQueryBlock(const Problem<T>& p, int64_t j0) {
+  return p.causal ? j0 / kBlockQ * kBlockQ : 0;
+}
+
+// sdpa_bwd_kv: a unit is a key block of one (batch, kv head); it loops over
+// the query blocks of every query head of its group (kvStep). K^T and V^T
+// are converted once per unit; Q and dO are row-major loads per step.
 //
 // args: dk, dv (T, 4), q, k, v, dout, bias (T, 4), logsumexp, delta (f32, 3),
 // scale (f64), is_causal, has_bias.
@@ -416,49 +502,73 @@ void sdpaBackwardKv(void* const* args, const maia_grid_t* grid) {
   const auto& dout = memref<T, 4>(args, 5);
   const auto& lse = memref<float, 3>(args, 7);
   const auto& delta = memref<float, 3>(args, 8);
-  const int64_t dp = padded(p.dim), dvp = padded(p.dim_v);
   const int64_t k_blocks = (p.seq_k + kBlockK - 1) / kBlockK;
   const int64_t group = p.heads / p.kv_heads;
-  maia_gemm::ScratchBuffer* buf = threadScratch().buffers;
-  float* kt = buf[0].get(p.dim * kBlockK);      // K^T
-  float* vt = buf[1].get(p.dim_v * kBlockK);    // V^T
-  float* qb = buf[2].get(kBlockQ * dp);         // scale * Q
-  float* gb = buf[3].get(kBlockQ * dvp);        // dO
-  float* s = buf[4].get(kBlockQ * kBlockK);     // S, then P
-  float* ds = buf[5].get(kBlockQ * kBlockK);    // dP, then dS
-  float* dk_acc = buf[6].get(kBlockK * dp);
-  float* dv_acc = buf[7].get(kBlockK * dvp);
-  alignas(32) float lse_buf[kBlockQ], delta_buf[kBlockQ];
+  const KvBlocks x = kvBlocks(p, threadScratch().buffers);
 
   auto slice = maia_kernel::programSlice(grid, p.batch * p.kv_heads * k_blocks);
   for (int64_t unit = slice.begin; unit < slice.end; ++unit) {
     const int64_t bh = unit / k_blocks, b = bh / p.kv_heads, hk = bh % p.kv_heads;
     const int64_t j0 = (unit % k_blocks) * kBlockK, cols = std::min(kBlockK, p.seq_k - j0);
-    loadTransposed(kt, kBlockK, slab(p.k, b, hk, j0), cols, p.dim, 1.0f);
-    loadTransposed(vt, kBlockK, slab(p.v, b, hk, j0), cols, p.dim_v, 1.0f);
-    std::memset(dk_acc, 0, cols * dp * sizeof(float));
-    std::memset(dv_acc, 0, cols * dvp * sizeof(float));
-    // Causal: queries before j0 see none of these keys.
-    const int64_t first = p.causal ? j0 / kBlockQ * kBlockQ : 0;
-    for (int64_t h = hk * group; h < (hk + 1) * group; ++h) {
-      for (int64_t i0 = first; i0 < p.seq_q; i0 += kBlockQ) {
-        const int64_t rows = std::min(kBlockQ, p.seq_q - i0);
-        loadRows(qb, dp, slab(p.q, b, h, i0), rows, rows, p.dim, p.scale);
-        loadRows(gb, dvp, slab(dout, b, h, i0), rows, rows, p.dim_v, 1.0f);
-        const float* l = rowValues(lse, b, h, i0, rows, 0.0f, lse_buf);
-        const float* d = rowValues(delta, b, h, i0, rows, 0.0f, delta_buf);
-        matmul(s, kBlockK, qb, dp, kt, kBlockK, rows, kBlockK, p.dim, false);
-        p.maskScores(s, kBlockK, b, h, i0, rows, j0, cols);
-        for (int64_t r = 0; r < rows; ++r) expShifted(s + r * kBlockK, kBlockK, l[r]);
-        matmul<true>(dv_acc, dvp, s, kBlockK, gb, dvp, cols, dvp, rows, true);
-        matmul(ds, kBlockK, gb, dvp, vt, kBlockK, rows, kBlockK, p.dim_v, false);
-        for (int64_t r = 0; r < rows; ++r)
-          softmaxGradRow(ds + r * kBlockK, s + r * kBlockK, d[r], kBlockK);
-        matmul<true>(dk_acc, dp, ds, kBlockK, qb, dp, cols, dp, rows, true);
+    startKeyBlock(p, x, b, hk, j0, cols);
+    for (int64_t h = hk * group; h < (hk + 1) * group; ++h)
+      for (int64_t i0 = firstQueryBlock(p, j0); i0 < p.seq_q; i0 += kBlockQ)
+        kvStep(p, dout, lse, delta, x, b, h, i0, std::min(kBlockQ, p.seq_q - i0), j0, cols);
+    storeRows(dk, b, hk, j0, x.dk_acc, x.dp, cols, p.dim, 1.0f);
+    storeRows(dv, b, hk, j0, x.dv_acc, x.dvp, cols, p.dim_v, 1.0f);
+  }
+}
+
+// sdpa_bwd: all three gradients in one pass (FlashAttention-2's five
+// products, where sdpa_bwd_kv + sdpa_bwd_q take seven): a unit is a whole
+// (batch, kv head), so the dQ of its query heads, which every key block
+// adds to, lives in the program's scratch (group x seq_q x head_dim
+// floats) and no other program writes it. For when there are enough
+// (batch, kv head) pairs to keep the cores busy (Attention.cpp decides).
+//
+// args: dq, dk, dv (T, 4), q, k, v, dout, bias (T, 4), logsumexp, delta
+// (f32, 3), scale (f64), is_causal, has_bias.
+template <typename T>
+void sdpaBackward(void* const* args, const maia_grid_t* grid) {
+  const auto& dq = memref<T, 4>(args, 0);
+  const auto& dk = memref<T, 4>(args, 1);
+  const auto& dv = memref<T, 4>(args, 2);
+  const Problem<T> p(memref<T, 4>(args, 3), memref<T, 4>(args, 4), memref<T, 4>(args, 5),
+                     memref<T, 4>(args, 7), scalar<double>(args, 10), scalar<int64_t>(args, 11),
+                     scalar<int64_t>(args, 12));
+  const auto& dout = memref<T, 4>(args, 6);
+  const auto& lse = memref<float, 3>(args, 8);
+  const auto& delta = memref<float, 3>(args, 9);
+  const int64_t group = p.heads / p.kv_heads;
+  maia_gemm::ScratchBuffer* buf = threadScratch().buffers;
+  const KvBlocks x = kvBlocks(p, buf);
+  float* kb = buf[8].get(kBlockK * x.dp);                  // K, row-major
+  float* dq_acc = buf[9].get(group * p.seq_q * x.dp);      // dQ / scale of the group
+
+  auto slice = maia_kernel::programSlice(grid, p.batch * p.kv_heads);
+  for (int64_t unit = slice.begin; unit < slice.end; ++unit) {
+    const int64_t b = unit / p.kv_heads, hk = unit % p.kv_heads;
+    std::memset(dq_acc, 0, group * p.seq_q * x.dp * sizeof(float));
+    for (int64_t j0 = 0; j0 < p.seq_k; j0 += kBlockK) {
+      const int64_t cols = std::min(kBlockK, p.seq_k - j0);
+      startKeyBlock(p, x, b, hk, j0, cols);
+      loadRows(kb, x.dp, slab(p.k, b, hk, j0), cols, cols, p.dim, 1.0f);
+      for (int64_t g = 0; g < group; ++g) {
+        const int64_t h = hk * group + g;
+        for (int64_t i0 = firstQueryBlock(p, j0); i0 < p.seq_q; i0 += kBlockQ) {
+          const int64_t rows = std::min(kBlockQ, p.seq_q - i0);
+          kvStep(p, dout, lse, delta, x, b, h, i0, rows, j0, cols);
+          // dQ += dS K (scaled when stored).
+          matmul(dq_acc + (g * p.seq_q + i0) * x.dp, x.dp, x.ds, kBlockK, kb, x.dp, rows, x.dp,
+                 cols, true);
+        }
       }
+      storeRows(dk, b, hk, j0, x.dk_acc, x.dp, cols, p.dim, 1.0f);
+      storeRows(dv, b, hk, j0, x.dv_acc, x.dvp, cols, p.dim_v, 1.0f);
     }
-    storeRows(dk, b, hk, j0, dk_acc, dp, cols, p.dim, 1.0f);
-    storeRows(dv, b, hk, j0, dv_acc, dvp, cols, p.dim_v, 1.0f);
+    for (int64_t g = 0; g < group; ++g)
+      storeRows(dq, b, hk * group + g, 0, dq_acc + g * p.seq_q * x.dp, x.dp, p.seq_q, p.dim,
+                p.scale);
   }
 }
 

@@ -4,16 +4,16 @@
 // take (4-D, or 3-D as a batch of one) we answer SDPBackend::overrideable,
 // and ATen calls _scaled_dot_product_fused_attention_overrideable (a boolean
 // mask already turned into an additive one of the query's dtype), whose
-// derivative is ..._overrideable_backward. Anything else (dropout, masks that need a
-// gradient, other ranks or dtypes) gets SDPBackend::math: matmul, softmax,
-// matmul on maia's own kernels.
+// derivative is ..._overrideable_backward. Anything else (dropout, masks
+// that need a gradient, other ranks or dtypes) gets SDPBackend::math:
+// matmul, softmax, matmul on maia's own kernels.
 //
-// The kernels are sdpa_fwd/sdpa_bwd_kv/sdpa_bwd_q of the attention kernel
-// binary (runtime/kernels/nn/attention.h; AVX-512 where the driver accepts
-// it, else AVX2), launched on the current stream over blocks of 64 queries
-// (or keys) per work unit, split across the cores.
-// Inductor lowers both operators as fallback kernels, so compiled graphs
-// call these very functions.
+// The kernels are sdpa_fwd and sdpa_bwd (or sdpa_bwd_kv + sdpa_bwd_q) of the
+// attention kernel binary (runtime/kernels/nn/attention.h; AVX-512 where the
+// driver accepts it, else AVX2), launched on the current stream over blocks
+// of 64 queries (or keys) per work unit, split across the cores. Inductor
+// lowers both operators as fallback kernels, so compiled graphs call these
+// very functions.
 #include <ATen/Context.h>
 #include <ATen/SDPBackend.h>
 #include <ATen/native/DispatchStub.h>
@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <numeric>
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
@@ -38,6 +37,8 @@ namespace {
 using at::Tensor;
 
 constexpr int64_t kBlock = 64;  // queries (or keys) per work unit: attention.h's kBlockQ/K
+/// Floats of dQ a program of the one-pass backward may keep (16 MiB).
+constexpr int64_t kMaxFusedBackwardScratch = int64_t{4} << 20;
 
 bool fusedDtype(c10::ScalarType dtype) {
   return dtype == at::kFloat || dtype == at::kHalf || dtype == at::kBFloat16;
@@ -233,7 +234,21 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> fusedAttentionBackward(
   const maiaKernelArg scale_arg = maiaKernelArgFloat(maiaDtypeF64, softmaxScale(query, scale));
   const int64_t batch = query.size(0), heads = query.size(1), seq_q = query.size(2),
                 seq_k = key.size(2), dims = query.size(3) + value.size(3);
-  const int64_t kv_units = batch * key.size(1) * ((seq_k + kBlock - 1) / kBlock);
+  const int64_t kv_heads = key.size(1), group = heads / kv_heads;
+  // One pass (sdpa_bwd: 5 products) when the (batch, kv head) pairs, its
+  // units, keep every core busy and their dQ fits a program's scratch;
+  // else dK/dV and dQ in two race-free passes (7 products) over blocks.
+  if (batch * kv_heads >= 2 * deviceCores() &&
+      group * seq_q * query.size(3) <= kMaxFusedBackwardScratch) {
+    launchPrograms(attentionKernel("sdpa_bwd", dtype),
+                   {memrefOf(grad_q), memrefOf(grad_k), memrefOf(grad_v), memrefOf(query),
+                    memrefOf(key), memrefOf(value), memrefOf(dout), bias, memrefOf(lse),
+                    memrefOf(delta), scale_arg, intArg(is_causal), intArg(attn_bias.defined())},
+                   programsFor(batch * kv_heads, batch * heads * seq_q * seq_k * dims),
+                   query.device().index());
+    return {grad_q_out, grad_k_out, grad_v_out, Tensor()};
+  }
+  const int64_t kv_units = batch * kv_heads * ((seq_k + kBlock - 1) / kBlock);
   launchPrograms(attentionKernel("sdpa_bwd_kv", dtype),
                  {memrefOf(grad_k), memrefOf(grad_v), memrefOf(query), memrefOf(key),
                   memrefOf(value), memrefOf(dout), bias, memrefOf(lse), memrefOf(delta),
