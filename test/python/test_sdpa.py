@@ -323,3 +323,36 @@ def test_avx2_binary_matches_cpu(tmp_path):
     result = subprocess.run([sys.executable, "-c", AVX2_CHECK], capture_output=True, text=True,
                             env=dict(os.environ, MAIA_KERNEL_DIR=str(tmp_path)), timeout=300)
     assert result.returncode == 0 and "ok" in result.stdout, result.stderr[-2000:]
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_op_db_samples_without_dropout(dtype):
+    """PyTorch's OpInfo samples of F.scaled_dot_product_attention (the
+    conformance sweep skips the op: its samples with dropout reseed the CPU
+    generator), those without dropout: outputs and gradients match the CPU."""
+    from torch.testing._internal.common_methods_invocations import op_db
+
+    op = next(o for o in op_db if o.name == "nn.functional.scaled_dot_product_attention")
+    tol = TOL[dtype] if dtype != torch.float32 else dict(atol=1e-5, rtol=1e-5)
+    checked = 0
+    torch.maia.reset_fallback_counts()
+    for sample in op.sample_inputs("cpu", dtype, requires_grad=True):
+        if sample.kwargs.get("dropout_p", 0.0) != 0.0:
+            continue
+        args = [sample.input, *sample.args]
+        maia_args = [a.detach().to("maia").requires_grad_(a.requires_grad)
+                     if isinstance(a, torch.Tensor) else a for a in args]
+        maia_kwargs = {k: v.to("maia") if isinstance(v, torch.Tensor) else v
+                       for k, v in sample.kwargs.items()}
+        expected = op(*args, **sample.kwargs)
+        actual = op(*maia_args, **maia_kwargs)
+        torch.testing.assert_close(actual.cpu(), expected, equal_nan=True, **tol)
+        grad = torch.randn_like(expected)
+        inputs = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        maia_inputs = [a for a in maia_args if isinstance(a, torch.Tensor) and a.requires_grad]
+        for a, e in zip(torch.autograd.grad(actual, maia_inputs, grad.to("maia")),
+                        torch.autograd.grad(expected, inputs, grad)):
+            torch.testing.assert_close(a.cpu(), e, equal_nan=True,
+                                       **{k: 10 * v for k, v in tol.items()})
+        checked += 1
+    assert checked > 5 and not torch.maia.fallback_counts()

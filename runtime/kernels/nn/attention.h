@@ -41,6 +41,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include <maia/kernel_abi.h>
 
@@ -174,6 +175,28 @@ Slab<T> slab(const MemRef<T, 4>& t, int64_t b, int64_t h, int64_t row0) {
 
 /// dst (rows x ld, row-major) = alpha * src rows, columns [cols, ld) and
 /// rows [rows, max_rows) zero.
+/// d[0:n] = alpha * s[0:n] as float32; 16-bit types 8 at a time (the
+/// scalar conversion made bfloat16 blocks slower than float32 ones).
+template <typename T>
+inline void convertRow(float* d, const T* s, int64_t n, float alpha) {
+  int64_t c = 0;
+  const __m256 va = _mm256_set1_ps(alpha);
+  for (; c + 8 <= n; c += 8) {
+    __m256 v;
+    if constexpr (std::is_same_v<T, float>) {
+      v = _mm256_loadu_ps(s + c);
+    } else {
+      const __m128i bits = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + c));
+      if constexpr (std::is_same_v<T, maia_eager::Half>)
+        v = _mm256_cvtph_ps(bits);
+      else
+        v = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(bits), 16));
+    }
+    _mm256_storeu_ps(d + c, _mm256_mul_ps(va, v));
+  }
+  for (; c < n; ++c) d[c] = alpha * load(s[c]);
+}
+
 template <typename T>
 void loadRows(float* dst, int64_t ld, Slab<T> src, int64_t rows, int64_t max_rows,
               int64_t cols, float alpha) {
@@ -181,7 +204,7 @@ void loadRows(float* dst, int64_t ld, Slab<T> src, int64_t rows, int64_t max_row
     const T* s = src.base + r * src.row_stride;
     float* d = dst + r * ld;
     if (src.col_stride == 1) {
-      for (int64_t c = 0; c < cols; ++c) d[c] = alpha * load(s[c]);
+      convertRow(d, s, cols, alpha);
     } else {
       for (int64_t c = 0; c < cols; ++c) d[c] = alpha * load(s[c * src.col_stride]);
     }
