@@ -222,6 +222,24 @@ class TestSdpaFused:
         assert FUSED_BWD in ops and not fallbacks
         check(actual, expected, GRAD_TOL[torch.float32])
 
+    def test_autocast_runs_the_fused_kernels_in_float16(self):
+        # maia's autocast follows CUDA's lists: SDPA is lower-precision.
+        torch.manual_seed(10)
+        q, k, v = qkv(2, 2, 70, 70, 32, torch.float32)
+        inputs = [to_maia(t).requires_grad_() for t in (q, k, v)]
+
+        def run():
+            with torch.autocast("maia"):
+                out = F.scaled_dot_product_attention(*inputs, is_causal=True)
+            out.float().sum().backward()
+            return out
+
+        ops, fallbacks, out = ops_run(run)
+        assert FUSED in ops and FUSED_BWD in ops and not fallbacks
+        assert out.dtype == torch.float16 and inputs[0].grad.dtype == torch.float32
+        expected = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        torch.testing.assert_close(out.cpu().float(), expected, **TOL[torch.float16])
+
     def test_fully_masked_rows_are_zero(self):
         # The CPU gives NaN for a row that sees no key; the fused kernel gives
         # 0 (as the math path's safe softmax does), and 0 gradients.
