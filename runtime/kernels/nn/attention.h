@@ -296,6 +296,53 @@ struct Problem {
   }
 };
 
+#if defined(__AVX512F__)
+/// exp of 16 floats: nn.h's exp256 (Cephes' expf) on zmm registers.
+inline __m512 exp512(__m512 x) {
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  const __mmask16 low = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-88.0f), _CMP_LT_OQ);
+  __m512 v = _mm512_min_ps(x, _mm512_set1_ps(88.3762626647949f));
+  v = _mm512_max_ps(v, _mm512_set1_ps(-88.0f));
+  const __m512 fx = _mm512_roundscale_ps(
+      _mm512_fmadd_ps(v, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  v = _mm512_fnmadd_ps(fx, _mm512_set1_ps(0.693359375f), v);
+  v = _mm512_fnmadd_ps(fx, _mm512_set1_ps(-2.12194440e-4f), v);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, v, _mm512_set1_ps(5.0000001201e-1f));
+  __m512 y = _mm512_fmadd_ps(p, _mm512_mul_ps(v, v), _mm512_add_ps(v, _mm512_set1_ps(1.0f)));
+  const __m512i e = _mm512_slli_epi32(
+      _mm512_add_epi32(_mm512_cvttps_epi32(fx), _mm512_set1_epi32(127)), 23);
+  y = _mm512_maskz_mov_ps(static_cast<__mmask16>(~low), _mm512_mul_ps(y, _mm512_castsi512_ps(e)));
+  return _mm512_mask_blend_ps(nan, y, x);
+}
+
+/// exp(x - shift) over n floats in place (n a multiple of 16); returns the sum.
+inline float expShifted(float* x, int64_t n, float shift) {
+  const __m512 vs = _mm512_set1_ps(shift);
+  __m512 sum = _mm512_setzero_ps();
+  for (int64_t j = 0; j < n; j += 16) {
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), vs));
+    _mm512_storeu_ps(x + j, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  return _mm512_reduce_add_ps(sum);
+}
+
+/// x[j] = exp(x[j] - shift[j]) over n floats (a multiple of 16); adds x to
+/// sums when given.
+inline void expShiftedLanes(float* x, const float* shift, float* sums, int64_t n) {
+  for (int64_t j = 0; j < n; j += 16) {
+    const __m512 e = exp512(_mm512_sub_ps(_mm512_loadu_ps(x + j), _mm512_loadu_ps(shift + j)));
+    _mm512_storeu_ps(x + j, e);
+    if (sums != nullptr) _mm512_storeu_ps(sums + j, _mm512_add_ps(_mm512_loadu_ps(sums + j), e));
+  }
+}
+#else
 /// exp(x - shift) over n floats in place (n a multiple of 8); returns the sum.
 inline float expShifted(float* x, int64_t n, float shift) {
   const __m256 vs = _mm256_set1_ps(shift);
@@ -321,6 +368,7 @@ inline void expShiftedLanes(float* x, const float* shift, float* sums, int64_t n
     if (sums != nullptr) _mm256_storeu_ps(sums + j, _mm256_add_ps(_mm256_loadu_ps(sums + j), e));
   }
 }
+#endif
 
 /// x[j] = p[j] * (x[j] - delta[j]) over n floats (a multiple of 8): dS from
 /// dP, P and delta, per lane.
