@@ -113,3 +113,32 @@ def test_three_dimensional_inputs_compile():
     # Compiled sin/cos are polynomials (a few ulp): the gradients' tolerance.
     for a, e in [(qm.grad, q.grad), (km.grad, k.grad), (vm.grad, v.grad)]:
         torch.testing.assert_close(a.cpu(), e, atol=1e-3, rtol=1e-3)
+
+
+def test_cpp_wrapper_calls_the_c_shim():
+    # The C++ wrapper calls aoti_torch_maia__scaled_dot_product_fused_attention_
+    # overrideable(_backward) (runtime/torch/csrc/AotiShim.cpp, maia/aoti.h).
+    import torch._inductor.config as inductor_config
+
+    torch.manual_seed(11)
+    model = Attention(causal=True)
+    x = torch.randn(2, 70, 64)
+    expected = model(x)
+    expected.sum().backward()
+    maia_model = Attention(causal=True).to("maia")
+    maia_model.load_state_dict(model.state_dict())
+    with inductor_config.patch(cpp_wrapper=True):
+        compiled = torch.compile(maia_model)
+
+        def step():
+            out = compiled(x.to("maia"))
+            out.sum().backward()
+            return out
+
+        actual, code = run_and_get_code(step)
+    code = "\n".join(code)
+    assert "aoti_torch_maia__scaled_dot_product_fused_attention_overrideable(" in code
+    assert "aoti_torch_maia__scaled_dot_product_fused_attention_overrideable_backward(" in code
+    torch.testing.assert_close(actual.cpu(), expected, atol=1e-4, rtol=1e-4)
+    for a, e in zip(maia_model.parameters(), model.parameters()):
+        torch.testing.assert_close(a.grad.cpu(), e.grad, atol=1e-3, rtol=1e-3)
