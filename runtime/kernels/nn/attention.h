@@ -511,10 +511,18 @@ struct KvBlocks {
 template <typename T>
 KvBlocks kvBlocks(const Problem<T>& p, maia_gemm::ScratchBuffer* buf) {
   const int64_t dp = padded(p.dim), dvp = padded(p.dim_v);
-  return {buf[0].get(p.dim * kBlockK), buf[1].get(p.dim_v * kBlockK), buf[2].get(kBlockQ * dp),
-          buf[3].get(kBlockQ * dvp),   buf[4].get(kBlockQ * kBlockK), buf[5].get(kBlockQ * kBlockK),
-          buf[6].get(kBlockK * dp),    buf[7].get(kBlockK * dvp),     dp,
-          dvp};
+  KvBlocks x;
+  x.kt = buf[0].get(p.dim * kBlockK);
+  x.vt = buf[1].get(p.dim_v * kBlockK);
+  x.qb = buf[2].get(kBlockQ * dp);
+  x.gb = buf[3].get(kBlockQ * dvp);
+  x.s = buf[4].get(kBlockQ * kBlockK);
+  x.ds = buf[5].get(kBlockQ * kBlockK);
+  x.dk_acc = buf[6].get(kBlockK * dp);
+  x.dv_acc = buf[7].get(kBlockK * dvp);
+  x.dp = dp;
+  x.dvp = dvp;
+  return x;
 }
 
 /// One step of the dK/dV backward: key block j0 (K^T, V^T in x) against the
