@@ -9,7 +9,9 @@
 
 #include <dlfcn.h>
 
+#include <array>
 #include <filesystem>
+#include <optional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -36,6 +38,18 @@ int32_t guarded(F&& body) {
     last_error = error.what();
   }
   return 1;
+}
+
+/// The tensor of a handle that may be null (an undefined tensor).
+at::Tensor tensorOrUndefined(AtenTensorHandle handle) {
+  return handle == nullptr ? at::Tensor()
+                           : *torch::aot_inductor::tensor_handle_to_tensor_pointer(handle);
+}
+
+/// Stores t in *ret when the caller asked for it (null handle if undefined).
+void storeResult(AtenTensorHandle* ret, at::Tensor t) {
+  if (ret != nullptr)
+    *ret = t.defined() ? torch::aot_inductor::new_tensor_handle(std::move(t)) : nullptr;
 }
 
 }  // namespace
@@ -172,6 +186,63 @@ MAIA_SHIM_EXPORT int32_t aoti_torch_maia_convolution(
         c10::IntArrayRef(padding, padding_len_), c10::IntArrayRef(dilation, dilation_len_),
         transposed != 0, c10::IntArrayRef(output_padding, output_padding_len_), groups);
     *ret0 = new_tensor_handle(std::move(result));
+  });
+}
+
+
+MAIA_SHIM_EXPORT int32_t aoti_torch_maia__scaled_dot_product_fused_attention_overrideable(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value,
+    AtenTensorHandle* attn_bias, double dropout_p, int32_t is_causal, int32_t return_debug_mask,
+    double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
+    AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6,
+    AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    std::optional<at::Tensor> bias;
+    if (attn_bias != nullptr && *attn_bias != nullptr)
+      bias = *tensor_handle_to_tensor_pointer(*attn_bias);
+    auto [out, lse, cum_q, cum_k, max_q, max_k, seed, offset, debug] =
+        at::_scaled_dot_product_fused_attention_overrideable(
+            *tensor_handle_to_tensor_pointer(query), *tensor_handle_to_tensor_pointer(key),
+            *tensor_handle_to_tensor_pointer(value), bias, dropout_p, is_causal != 0,
+            return_debug_mask != 0,
+            scale != nullptr ? std::optional<double>(*scale) : std::nullopt);
+    storeResult(ret0, std::move(out));
+    storeResult(ret1, std::move(lse));
+    storeResult(ret2, std::move(cum_q));
+    storeResult(ret3, std::move(cum_k));
+    if (ret4 != nullptr) *ret4 = max_q.expect_int();
+    if (ret5 != nullptr) *ret5 = max_k.expect_int();
+    storeResult(ret6, std::move(seed));
+    storeResult(ret7, std::move(offset));
+    storeResult(ret8, std::move(debug));
+  });
+}
+
+MAIA_SHIM_EXPORT int32_t aoti_torch_maia__scaled_dot_product_fused_attention_overrideable_backward(
+    AtenTensorHandle grad_out, AtenTensorHandle query, AtenTensorHandle key,
+    AtenTensorHandle value, AtenTensorHandle attn_bias, const int32_t* grad_input_mask,
+    int64_t grad_input_mask_len_, AtenTensorHandle out, AtenTensorHandle logsumexp,
+    AtenTensorHandle cum_seq_q, AtenTensorHandle cum_seq_k, int64_t max_q, int64_t max_k,
+    double dropout_p, int32_t is_causal, AtenTensorHandle philox_seed,
+    AtenTensorHandle philox_offset, double* scale, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3) {
+  AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
+    TORCH_CHECK(grad_input_mask_len_ == 4, "grad_input_mask must have 4 entries");
+    std::array<bool, 4> mask{};
+    for (int i = 0; i < 4; ++i) mask[i] = grad_input_mask[i] != 0;
+    auto [grad_q, grad_k, grad_v, grad_bias] =
+        at::_scaled_dot_product_fused_attention_overrideable_backward(
+            *tensor_handle_to_tensor_pointer(grad_out), *tensor_handle_to_tensor_pointer(query),
+            *tensor_handle_to_tensor_pointer(key), *tensor_handle_to_tensor_pointer(value),
+            tensorOrUndefined(attn_bias), mask, *tensor_handle_to_tensor_pointer(out),
+            *tensor_handle_to_tensor_pointer(logsumexp), tensorOrUndefined(cum_seq_q),
+            tensorOrUndefined(cum_seq_k), max_q, max_k, dropout_p, is_causal != 0,
+            tensorOrUndefined(philox_seed), tensorOrUndefined(philox_offset),
+            scale != nullptr ? std::optional<double>(*scale) : std::nullopt);
+    storeResult(ret0, std::move(grad_q));
+    storeResult(ret1, std::move(grad_k));
+    storeResult(ret2, std::move(grad_v));
+    storeResult(ret3, std::move(grad_bias));
   });
 }
 

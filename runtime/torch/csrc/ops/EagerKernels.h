@@ -36,6 +36,11 @@ void gemm(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out, doubl
 /// e.g. "softmax_f32"), cached like eagerKernel(op, dtype).
 maiaKernel_t nnKernel(const char* op, c10::ScalarType dtype);
 
+/// Kernel "<op>_<dtype suffix>" of the attention binary
+/// (maia_attention_kernels_v4.maiabin, else _v3; e.g. "sdpa_fwd_bf16"),
+/// cached like eagerKernel(op, dtype).
+maiaKernel_t attentionKernel(const char* op, c10::ScalarType dtype);
+
 /// Launches kernel with args on the current stream of device, over a
 /// one-dimensional grid of programs (at least one; programsFor in
 /// WorkSplit.h says how many).

@@ -58,7 +58,8 @@ const char* maia_aoti_last_error(void);
 
 // The extern kernels the C++ wrapper calls by device name
 // (aoti_torch_<device>_<op>, signatures of torch's c_shim_cpu.h); they
-// dispatch to maia's eager GEMM and convolution. Return 0 on success.
+// dispatch to maia's eager GEMM, convolution and fused attention. Return 0
+// on success.
 int32_t aoti_torch_maia_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
 int32_t aoti_torch_maia_bmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                 AtenTensorHandle mat2);
@@ -72,6 +73,23 @@ int32_t aoti_torch_maia_convolution(AtenTensorHandle input, AtenTensorHandle wei
                                     int64_t dilation_len_, int32_t transposed,
                                     const int64_t* output_padding, int64_t output_padding_len_,
                                     int64_t groups, AtenTensorHandle* ret0);
+/// Fused attention (runtime/torch/csrc/ops/Attention.cpp), what compiled
+/// graphs call for F.scaled_dot_product_attention. Null result pointers are
+/// skipped; an undefined result tensor is returned as a null handle.
+int32_t aoti_torch_maia__scaled_dot_product_fused_attention_overrideable(
+    AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value,
+    AtenTensorHandle* attn_bias, double dropout_p, int32_t is_causal, int32_t return_debug_mask,
+    double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
+    AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6,
+    AtenTensorHandle* ret7, AtenTensorHandle* ret8);
+int32_t aoti_torch_maia__scaled_dot_product_fused_attention_overrideable_backward(
+    AtenTensorHandle grad_out, AtenTensorHandle query, AtenTensorHandle key,
+    AtenTensorHandle value, AtenTensorHandle attn_bias, const int32_t* grad_input_mask,
+    int64_t grad_input_mask_len_, AtenTensorHandle out, AtenTensorHandle logsumexp,
+    AtenTensorHandle cum_seq_q, AtenTensorHandle cum_seq_k, int64_t max_q, int64_t max_k,
+    double dropout_p, int32_t is_causal, AtenTensorHandle philox_seed,
+    AtenTensorHandle philox_offset, double* scale, AtenTensorHandle* ret0,
+    AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3);
 
 #ifdef __cplusplus
 }  // extern "C"
