@@ -559,6 +559,26 @@ void startKeyBlock(const Problem<T>& p, const KvBlocks& x, int64_t b, int64_t hk
   std::memset(x.dv_acc, 0, cols * x.dvp * sizeof(float));
 }
 
+/// What the backward kernels read after their gradient outputs, from
+/// argument `first` on: q, k, v, dout, bias (T, 4), logsumexp, delta (f32,
+/// 3), scale (f64), is_causal, has_bias.
+template <typename T>
+struct BackwardInputs {
+  Problem<T> p;
+  const MemRef<T, 4>& dout;
+  const MemRef<float, 3>& lse;
+  const MemRef<float, 3>& delta;
+
+  BackwardInputs(void* const* args, int first)
+      : p(memref<T, 4>(args, first), memref<T, 4>(args, first + 1),
+          memref<T, 4>(args, first + 2), memref<T, 4>(args, first + 4),
+          scalar<double>(args, first + 7), scalar<int64_t>(args, first + 8),
+          scalar<int64_t>(args, first + 9)),
+        dout(memref<T, 4>(args, first + 3)),
+        lse(memref<float, 3>(args, first + 5)),
+        delta(memref<float, 3>(args, first + 6)) {}
+};
+
 /// The first query block that sees key j0 (causal: queries before j0 do not).
 template <typename T>
 int64_t firstQueryBlock(const Problem<T>& p, int64_t j0) {
@@ -575,12 +595,11 @@ template <typename T>
 void sdpaBackwardKv(void* const* args, const maia_grid_t* grid) {
   const auto& dk = memref<T, 4>(args, 0);
   const auto& dv = memref<T, 4>(args, 1);
-  const Problem<T> p(memref<T, 4>(args, 2), memref<T, 4>(args, 3), memref<T, 4>(args, 4),
-                     memref<T, 4>(args, 6), scalar<double>(args, 9), scalar<int64_t>(args, 10),
-                     scalar<int64_t>(args, 11));
-  const auto& dout = memref<T, 4>(args, 5);
-  const auto& lse = memref<float, 3>(args, 7);
-  const auto& delta = memref<float, 3>(args, 8);
+  const BackwardInputs<T> in(args, 2);
+  const Problem<T>& p = in.p;
+  const auto& dout = in.dout;
+  const auto& lse = in.lse;
+  const auto& delta = in.delta;
   const int64_t k_blocks = (p.seq_k + kBlockK - 1) / kBlockK;
   const int64_t group = p.heads / p.kv_heads;
   const KvBlocks x = kvBlocks(p, threadScratch().buffers);
@@ -612,12 +631,11 @@ void sdpaBackward(void* const* args, const maia_grid_t* grid) {
   const auto& dq = memref<T, 4>(args, 0);
   const auto& dk = memref<T, 4>(args, 1);
   const auto& dv = memref<T, 4>(args, 2);
-  const Problem<T> p(memref<T, 4>(args, 3), memref<T, 4>(args, 4), memref<T, 4>(args, 5),
-                     memref<T, 4>(args, 7), scalar<double>(args, 10), scalar<int64_t>(args, 11),
-                     scalar<int64_t>(args, 12));
-  const auto& dout = memref<T, 4>(args, 6);
-  const auto& lse = memref<float, 3>(args, 8);
-  const auto& delta = memref<float, 3>(args, 9);
+  const BackwardInputs<T> in(args, 3);
+  const Problem<T>& p = in.p;
+  const auto& dout = in.dout;
+  const auto& lse = in.lse;
+  const auto& delta = in.delta;
   const int64_t group = p.heads / p.kv_heads;
   maia_gemm::ScratchBuffer* buf = threadScratch().buffers;
   const KvBlocks x = kvBlocks(p, buf);
