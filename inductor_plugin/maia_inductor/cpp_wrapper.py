@@ -8,8 +8,9 @@ kernels compiled while the wrapper is generated, then loaded and launched
 through libmaia_torch's C shim (runtime/torch/include/maia/aoti.h) on the
 current maia stream. The generated code carries the shim's declarations; the
 definitions resolve against libmaia_torch, which torch_maia loads
-RTLD_GLOBAL. Extern GEMM/convolution calls go through the generic aoti shim
-(aoti_torch_mm_out, ...), which dispatches to maia's eager kernels.
+RTLD_GLOBAL. Extern GEMM, convolution and fused-attention calls go through
+the shim's aoti_torch_maia_<op> functions, which dispatch to maia's eager
+kernels.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import torch
 
 from torch._inductor.codegen.cpp_wrapper_cpu import CppWrapperCpu
 from torch._inductor.virtualized import V
+
 
 def header_dir() -> Path:
     """maia's C++ headers: installed with the library (torch_maia/include in

@@ -46,6 +46,13 @@ at::Tensor tensorOrUndefined(AtenTensorHandle handle) {
                            : *torch::aot_inductor::tensor_handle_to_tensor_pointer(handle);
 }
 
+/// The tensor behind an optional handle argument (absent: null pointer or
+/// null handle).
+std::optional<at::Tensor> optionalTensor(const AtenTensorHandle* handle) {
+  if (handle == nullptr || *handle == nullptr) return std::nullopt;
+  return *torch::aot_inductor::tensor_handle_to_tensor_pointer(*handle);
+}
+
 /// Stores t in *ret when the caller asked for it (null handle if undefined).
 void storeResult(AtenTensorHandle* ret, at::Tensor t) {
   if (ret != nullptr)
@@ -178,11 +185,9 @@ MAIA_SHIM_EXPORT int32_t aoti_torch_maia_convolution(
     const int64_t* output_padding, int64_t output_padding_len_, int64_t groups,
     AtenTensorHandle* ret0) {
   AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
-    std::optional<at::Tensor> bias_tensor;
-    if (bias != nullptr && *bias != nullptr) bias_tensor = *tensor_handle_to_tensor_pointer(*bias);
     at::Tensor result = at::convolution(
         *tensor_handle_to_tensor_pointer(input), *tensor_handle_to_tensor_pointer(weight),
-        bias_tensor, c10::IntArrayRef(stride, stride_len_),
+        optionalTensor(bias), c10::IntArrayRef(stride, stride_len_),
         c10::IntArrayRef(padding, padding_len_), c10::IntArrayRef(dilation, dilation_len_),
         transposed != 0, c10::IntArrayRef(output_padding, output_padding_len_), groups);
     *ret0 = new_tensor_handle(std::move(result));
@@ -197,15 +202,12 @@ MAIA_SHIM_EXPORT int32_t aoti_torch_maia__scaled_dot_product_fused_attention_ove
     AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6,
     AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
   AOTI_TORCH_CONVERT_EXCEPTION_TO_ERROR_CODE({
-    std::optional<at::Tensor> bias;
-    if (attn_bias != nullptr && *attn_bias != nullptr)
-      bias = *tensor_handle_to_tensor_pointer(*attn_bias);
     auto [out, lse, cum_q, cum_k, max_q, max_k, seed, offset, debug] =
         at::_scaled_dot_product_fused_attention_overrideable(
             *tensor_handle_to_tensor_pointer(query), *tensor_handle_to_tensor_pointer(key),
-            *tensor_handle_to_tensor_pointer(value), bias, dropout_p, is_causal != 0,
+            *tensor_handle_to_tensor_pointer(value), optionalTensor(attn_bias), dropout_p, is_causal != 0,
             return_debug_mask != 0,
-            scale != nullptr ? std::optional<double>(*scale) : std::nullopt);
+            torch::aot_inductor::pointer_to_optional(scale));
     storeResult(ret0, std::move(out));
     storeResult(ret1, std::move(lse));
     storeResult(ret2, std::move(cum_q));
@@ -238,7 +240,7 @@ MAIA_SHIM_EXPORT int32_t aoti_torch_maia__scaled_dot_product_fused_attention_ove
             *tensor_handle_to_tensor_pointer(logsumexp), tensorOrUndefined(cum_seq_q),
             tensorOrUndefined(cum_seq_k), max_q, max_k, dropout_p, is_causal != 0,
             tensorOrUndefined(philox_seed), tensorOrUndefined(philox_offset),
-            scale != nullptr ? std::optional<double>(*scale) : std::nullopt);
+            torch::aot_inductor::pointer_to_optional(scale));
     storeResult(ret0, std::move(grad_q));
     storeResult(ret1, std::move(grad_k));
     storeResult(ret2, std::move(grad_v));

@@ -158,13 +158,7 @@ std::string IpcControl::arriveAndWait(uint64_t epoch, const std::string& step,
   Arrival* arrivals = block.arrivals();
   const int ring = static_cast<int>(epoch % kStepRing);
   const uint64_t hash = std::hash<std::string>{}(step);
-  auto reported = [&]() -> std::string {
-    uint32_t failed = block.failed.load();
-    if (failed == 0) return "";
-    return c10::str("rank ", group_ranks_.at(failed - 1),
-                    " failed an earlier IPC step of this group");
-  };
-  if (std::string cause = reported(); !cause.empty()) return cause;
+  if (std::string cause = reportedFailure(); !cause.empty()) return cause;
 
   Arrival& mine = arrivals[rank_];
   mine.step_hash[ring] = hash;
@@ -201,6 +195,13 @@ std::string IpcControl::arriveAndWait(uint64_t epoch, const std::string& step,
   return cause.empty() ? compare() : cause;
 }
 
+std::string IpcControl::reportedFailure() const {
+  const uint32_t failed = block_->failed.load();
+  if (failed == 0) return "";
+  return c10::str("rank ", group_ranks_.at(failed - 1),
+                  " failed an earlier IPC step of this group");
+}
+
 void IpcControl::ringBell() {
   block_->bell.fetch_add(1);
   if (block_->sleepers.load() > 0) futexWakeAll(&block_->bell);
@@ -220,9 +221,7 @@ std::string IpcControl::waitUntil(const std::function<bool()>& ready,
   while (true) {
     uint32_t bell = block.bell.load();
     if (ready()) return "";
-    if (uint32_t failed = block.failed.load(); failed != 0)
-      return c10::str("rank ", group_ranks_.at(failed - 1),
-                      " failed an earlier IPC step of this group");
+    if (std::string cause = reportedFailure(); !cause.empty()) return cause;
     int dead = exitedPeer();
     if (dead >= 0)
       return failure(c10::str("rank ", group_ranks_[dead], " (pid ", pids_[dead],

@@ -78,6 +78,8 @@ class IpcControl {
   struct Pair;
   Pair& pair(int from, int to) const;
   std::string failure(const std::string& cause);
+  /// Why the group failed, if a rank reported a failed step ("" if none).
+  std::string reportedFailure() const;
   /// Spins, then sleeps on the bell, until ready() (returns ""), a peer
   /// failed or exited, or timeout (then the cause names waiting_for()).
   std::string waitUntil(const std::function<bool()>& ready,

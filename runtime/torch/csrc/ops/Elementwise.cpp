@@ -356,12 +356,15 @@ Tensor& powScalarOut(const Tensor& self, const at::Scalar& exponent, Tensor& out
                 exponent.isIntegral(/*includeBool=*/true) && exponent.toLong() < 0),
               "Integers to negative integer powers are not allowed.");
   // x ** 2 is x * x, as on the CPU (RMSNorm's x.pow(2)): the multiply kernel
-  // streams at memory speed, the general pow does not. Same result dtype
-  // (self's) for every non-bool real dtype.
+  // streams at memory speed, the general pow does not. Only where the result
+  // keeps self's dtype: a floating tensor, or an integer one to an integer 2
+  // (int ** 2.0 is float).
   const c10::ScalarType dtype = self.scalar_type();
-  if (!exponent.isComplex() && !exponent.isBoolean() && exponent.toDouble() == 2.0 &&
-      dtype != c10::ScalarType::Bool && !c10::isComplexType(dtype) &&
-      at::native::result_type(self, at::native::wrapped_scalar_tensor(exponent)) == dtype)
+  const bool keeps_dtype =
+      c10::isFloatingType(dtype) ||
+      (c10::isIntegralType(dtype, /*includeBool=*/false) && exponent.isIntegral(false));
+  if (keeps_dtype && !exponent.isComplex() && !exponent.isBoolean() &&
+      exponent.toDouble() == 2.0)
     return binaryOut("mul", Result::Common, self, self, out);
   return binaryOut("pow", Result::Common, self, at::native::wrapped_scalar_tensor(exponent),
                    out);
