@@ -35,6 +35,8 @@ REQUIRED = [
     "torch_maia/lib/maia/kernels/maia_nn_kernels.maiabin",
     "torch_maia/lib/maia/kernels/maia_gemm_kernels_v3.maiabin",
     "torch_maia/lib/maia/kernels/maia_gemm_kernels_v4.maiabin",
+    "torch_maia/lib/maia/kernels/maia_conv_kernels_v3.maiabin",
+    "torch_maia/lib/maia/kernels/maia_conv_kernels_v4.maiabin",
     "torch_maia/lib/maia/kernels/maia_attention_kernels_v3.maiabin",
     "torch_maia/lib/maia/kernels/maia_attention_kernels_v4.maiabin",
     "torch_maia/bin/maia-compile",

@@ -3,13 +3,16 @@
 // instead of reaching the boxed fallback).
 //
 // 1-D and 2-D convolutions (any stride, padding, dilation, groups) run on the
-// device as im2col + GEMM: the im2col kernel gathers the columns (padding
-// implicit), one batched GEMM per group multiplies (the kernel broadcast
-// over the images) straight into the output in the layout PyTorch promises,
-// accumulating onto the bias, and the backward's col2im kernel
-// folds the column gradient back (runtime/kernels/nn/im2col.h). Transposed
-// and 3-D convolutions compute on the host, counted and warned like any
-// fallback.
+// device. fp32 ones without groups take the implicit-GEMM kernel
+// (runtime/kernels/gemm/conv.h): the GEMM's microkernel over blocks of the
+// column matrix gathered from the image in cache, the bias added as the
+// output is stored, in either layout. The others run as im2col + GEMM: the
+// im2col kernel gathers the columns (padding implicit), one batched GEMM per
+// group multiplies (the kernel broadcast over the images) straight into the
+// output in the layout PyTorch promises, accumulating onto the bias. The
+// backward is im2col + GEMM, and its col2im kernel folds the column
+// gradient back (runtime/kernels/nn/im2col.h). Transposed and 3-D
+// convolutions compute on the host, counted and warned like any fallback.
 #include <ATen/native/ConvUtils.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
@@ -17,7 +20,10 @@
 #include <ATen/ops/empty_like.h>
 #include <torch/library.h>
 
+#include "MaiaCheck.h"
+#include "MaiaStream.h"
 #include "WorkSplit.h"
+#include "conv_launch.h"
 #include "ops/EagerKernels.h"
 #include "ops/Fallback.h"
 #include "ops/HostRouting.h"
@@ -98,10 +104,66 @@ std::vector<int64_t> params2d(c10::IntArrayRef values, int64_t fill) {
   return values.size() == 1 ? std::vector<int64_t>{fill, values[0]} : values.vec();
 }
 
+/// The largest element offset of t from its first element.
+int64_t maxOffset(const Tensor& t) {
+  int64_t offset = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) offset += (t.size(d) - 1) * t.stride(d);
+  return offset;
+}
+
+// The implicit-GEMM kernel exists for fp32 and one group; it addresses the
+// input with 32-bit offsets (its gathers).
+bool takesImplicitGemm(const Tensor& x, int64_t groups) {
+  return x.scalar_type() == at::kFloat && groups == 1 && x.numel() > 0 &&
+         maxOffset(x) < (int64_t{1} << 31) && x.size(1) > 0;
+}
+
+/// out = conv(x, wt) + bias by the implicit-GEMM kernel: x, wt 4-D, out
+/// allocated in its promised layout. No copy of x in any layout; the
+/// reduction runs over (tap, channel) when the weight is channels-last
+/// (its [K, O] matrix is then a view), else over (channel, tap).
+void implicitGemmConvolution(const Tensor& x, const Tensor& wt, const Tensor& bias,
+                             const Conv2d& conv, const Tensor& out) {
+  const int64_t k = conv.c * conv.taps();
+  const bool channels_inner =
+      conv.c > 1 && conv.taps() > 1 && wt.is_contiguous(at::MemoryFormat::ChannelsLast);
+  // B[k, o]: a view of a contiguous or channels-last weight, else a copy.
+  Tensor matrix = channels_inner ? wt.permute({2, 3, 1, 0}).reshape({k, conv.o})
+                                 : wt.reshape({conv.o, k}).t();
+  maiaKernelArg bias_arg;
+  if (bias.defined()) {
+    bias_arg = memrefOf(bias);
+  } else {
+    bias_arg = unshapedMemref(out, 1);  // never read
+    bias_arg.sizes[0] = 0;
+    bias_arg.strides[0] = 1;
+  }
+  std::vector<maiaKernelArg> args = {memrefOf(out), memrefOf(x), memrefOf(matrix), bias_arg};
+  for (int64_t v : {conv.kh, conv.kw, conv.sh, conv.sw, conv.ph, conv.pw, conv.dh, conv.dw})
+    args.push_back(intArg(v));
+  args.push_back(intArg(channels_inner ? 1 : 0));
+  args.push_back(intArg(bias.defined() ? 1 : 0));
+  int64_t grid[3] = {1, 1, 1};
+  maia_conv_grid(conv.columns(), conv.o, k, deviceCores(), grid);
+  MAIA_CHECK(maiaLaunchKernel(convKernel(out.scalar_type()), grid, args.data(),
+                              static_cast<int>(args.size()),
+                              currentDriverStream(out.device().index())));
+}
+
 Tensor deviceConvolution(const Tensor& input, const Tensor& weight, const Tensor& bias,
                          c10::IntArrayRef stride, c10::IntArrayRef padding,
                          c10::IntArrayRef dilation, int64_t groups) {
   bool one_d = input.dim() == 3;
+  at::MemoryFormat format = one_d ? at::MemoryFormat::Contiguous : outputFormat(input, weight);
+  if (takesImplicitGemm(input, groups)) {
+    Tensor x = as2d(input), wt = as2d(weight);
+    Conv2d conv(x, wt, params2d(stride, 1), params2d(padding, 0), params2d(dilation, 1), groups);
+    Tensor out =
+        at::empty({conv.n, conv.o, conv.oh, conv.ow}, input.options().memory_format(format));
+    if (out.numel() > 0)
+      implicitGemmConvolution(x, wt, bias, conv, out);
+    return one_d ? out.squeeze(2) : out;
+  }
   // im2col reads rows of input planes: a channels-last input would be
   // gathered with a stride of C elements, which perf showed as the hottest
   // loop of the compiled zoo CNN (Inductor makes convolution inputs
@@ -109,7 +171,6 @@ Tensor deviceConvolution(const Tensor& input, const Tensor& weight, const Tensor
   Tensor x = as2d(input).contiguous(), wt = as2d(weight);
   Conv2d conv(x, wt, params2d(stride, 1), params2d(padding, 0), params2d(dilation, 1), groups);
   // The GEMMs write the promised layout directly: no permute/copy after.
-  at::MemoryFormat format = one_d ? at::MemoryFormat::Contiguous : outputFormat(input, weight);
   Tensor out = at::empty({conv.n, conv.o, conv.oh, conv.ow}, input.options().memory_format(format));
   double beta = 0.0;
   if (bias.defined()) {

@@ -189,6 +189,12 @@ maiaKernel_t gemmKernel(c10::ScalarType dtype) {
   return t_kernel_cache.get(*library, "gemm", dtype);
 }
 
+maiaKernel_t convKernel(c10::ScalarType dtype) {
+  static auto* library =
+      new KernelLibrary({"maia_conv_kernels_v4.maiabin", "maia_conv_kernels_v3.maiabin"});
+  return t_kernel_cache.get(*library, "conv2d", dtype);
+}
+
 maiaKernel_t attentionKernel(const char* op, c10::ScalarType dtype) {
   static auto* library = new KernelLibrary(
       {"maia_attention_kernels_v4.maiabin", "maia_attention_kernels_v3.maiabin"});

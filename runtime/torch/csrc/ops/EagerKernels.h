@@ -25,6 +25,9 @@ maiaKernel_t eagerKernel(const char* op, c10::ScalarType dtype);
 maiaKernel_t reduceKernel(const char* op, c10::ScalarType dtype);
 /// Kernel "gemm_<dtype suffix>" of the GEMM binary (cached like eagerKernel).
 maiaKernel_t gemmKernel(c10::ScalarType dtype);
+/// Kernel "conv2d_<dtype suffix>" of the convolution binary
+/// (maia_conv_kernels_v4.maiabin, else _v3), cached like eagerKernel.
+maiaKernel_t convKernel(c10::ScalarType dtype);
 /// out[b] = alpha * a[b] @ m[b] + beta * out[b] on the current stream of
 /// out's device (MatMul.cpp). a, m, out are 3-D (batch, rows, cols) or 2-D
 /// (one batch) tensors of any strides; a batch of a or m of size 1
