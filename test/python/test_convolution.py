@@ -83,3 +83,72 @@ def test_channels_last_weight_and_double_convolution(dtype):
     expected = F.conv2d(x, w, b, padding=1, groups=2)
     actual = F.conv2d(x.to("maia"), w.to("maia"), b.to("maia"), padding=1, groups=2)
     torch.testing.assert_close(actual.cpu(), expected)
+
+
+# The implicit-GEMM kernel (fp32, one group; runtime/kernels/gemm/conv.h):
+# (input, weight, stride, padding, dilation). With AVX-512 its A panels are
+# 14 pixels: output rows of 56/112 pixels hold whole panels (the masked-load,
+# strided-permute and transpose packings), rows of 7 or 13 pixels make
+# panels straddle rows and images (the gathers); 64 x 9 = 576 reduction
+# steps are two blocks; 40 and 70 output channels leave partial 32-column
+# tiles; 3 channels (the ResNet stem) a transpose tail.
+IMPLICIT_CASES = [
+    ((2, 3, 40, 38), (16, 3, 7, 7), 2, 3, 1),            # the stem: C = 3, 7x7, stride 2
+    ((1, 16, 58, 58), (40, 16, 3, 3), 1, 0, 1),          # 56-pixel rows, no padding
+    ((2, 64, 9, 13), (70, 64, 3, 3), 1, 1, 1),           # two reduction blocks, odd rows
+    ((2, 32, 14, 14), (48, 32, 3, 3), 2, 1, 1),          # stride 2
+    ((3, 20, 7, 7), (33, 20, 1, 1), 1, 0, 1),            # pointwise, 7-pixel rows
+    ((1, 24, 30, 30), (32, 24, 1, 1), 2, 0, 1),          # pointwise, stride 2
+    ((1, 5, 11, 9), (33, 5, 3, 2), (2, 1), (1, 0), (2, 1)),  # asymmetric everything
+    ((1, 2, 3, 3), (1, 2, 3, 3), 1, 1, 1),               # tiny: one pixel tile, one channel
+    ((2, 7, 5, 4), (9, 7, 5, 4), 1, 0, 1),               # kernel as large as the input
+    ((1, 4, 6, 6), (5, 4, 3, 3), 3, 4, 2),               # padding wider than the kernel
+]
+
+
+@pytest.mark.parametrize("input_shape,weight_shape,stride,padding,dilation", IMPLICIT_CASES)
+@pytest.mark.parametrize("input_format,weight_format", [
+    (torch.contiguous_format, torch.contiguous_format),
+    (torch.channels_last, torch.contiguous_format),
+    (torch.contiguous_format, torch.channels_last),
+    (torch.channels_last, torch.channels_last),
+])
+@pytest.mark.parametrize("with_bias", [True, False])
+def test_implicit_gemm_convolution(input_shape, weight_shape, stride, padding, dilation,
+                                   input_format, weight_format, with_bias):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(input_shape, generator=g).to(memory_format=input_format)
+    w = torch.randn(weight_shape, generator=g).to(memory_format=weight_format)
+    b = torch.randn(weight_shape[0], generator=g) if with_bias else None
+    expected = F.conv2d(x, w, b, stride, padding, dilation)
+    torch.maia.reset_fallback_counts()
+    actual = F.conv2d(x.to("maia"), w.to("maia"), None if b is None else b.to("maia"), stride,
+                      padding, dilation)
+    torch.testing.assert_close(actual.cpu(), expected, atol=1e-4, rtol=1e-4)
+    assert torch.maia.fallback_counts() == {}
+
+
+def test_implicit_gemm_reads_strided_inputs_in_place():
+    # A slice of a larger tensor (offset, row stride) and a transposed
+    # width/height view: the kernel reads any strides, no copy first.
+    big = torch.randn(2, 8, 20, 30)
+    x = big[:, 2:7, 3:17, 5:25]
+    xt = torch.randn(2, 5, 16, 12).transpose(2, 3)
+    w, b = torch.randn(12, 5, 3, 3), torch.randn(12)
+    for inp in (x, xt):
+        expected = F.conv2d(inp, w, b, padding=1)
+        actual = F.conv2d(inp.to("maia") if inp is xt else big.to("maia")[:, 2:7, 3:17, 5:25],
+                          w.to("maia"), b.to("maia"), padding=1)
+        torch.testing.assert_close(actual.cpu(), expected, atol=1e-4, rtol=1e-4)
+
+
+def test_implicit_gemm_one_dimensional_and_empty():
+    x, w, b = torch.randn(3, 6, 50), torch.randn(40, 6, 5), torch.randn(40)
+    torch.testing.assert_close(F.conv1d(x.to("maia"), w.to("maia"), b.to("maia"), 2, 2).cpu(),
+                               F.conv1d(x, w, b, 2, 2), atol=1e-4, rtol=1e-4)
+    # no images, then no input channels: out = bias
+    for shape, wshape in [((0, 3, 8, 8), (4, 3, 3, 3)), ((2, 0, 5, 5), (4, 0, 3, 3))]:
+        x, w = torch.randn(shape), torch.randn(wshape)
+        b = torch.randn(4)
+        torch.testing.assert_close(F.conv2d(x.to("maia"), w.to("maia"), b.to("maia")).cpu(),
+                                   F.conv2d(x, w, b))
