@@ -37,17 +37,14 @@ struct Output {
 };
 
 /// out tile = tile (rows x cols of a kMR x kNR buffer) + (first ? bias :
-/// out) for the pixels from m0 and output channels from o0.
-inline void mergeTile(const float* tile, const Geometry& g, const Output& out, int64_t m0,
+/// out) for the pixels at out.data + pixel_offset[p] and output channels
+/// from o0.
+inline void mergeTile(const float* tile, const Output& out, const int64_t* pixel_offset,
                       int64_t rows, int64_t o0, int64_t cols, bool first) {
-  const int64_t plane = g.oh * g.ow;
   float bias[kNR];
   for (int64_t j = 0; j < cols; ++j) bias[j] = out.bias ? out.bias[(o0 + j) * out.bias_stride] : 0;
   int64_t offset[kMR];
-  for (int64_t p = 0; p < rows; ++p) {
-    const int64_t m = m0 + p;
-    offset[p] = m / plane * out.sn + m % plane / g.ow * out.sh + m % g.ow * out.sw + o0 * out.sc;
-  }
+  for (int64_t p = 0; p < rows; ++p) offset[p] = pixel_offset[p] + o0 * out.sc;
 #if defined(__AVX512F__)
   const __mmask16 lo = static_cast<__mmask16>(cols >= 16 ? 0xffff : (1u << cols) - 1);
   const __mmask16 hi = static_cast<__mmask16>(cols >= 32 ? 0xffff : cols > 16 ? (1u << (cols - 16)) - 1 : 0);
@@ -115,13 +112,17 @@ inline void convolve(const float* in, const Geometry& g, maia_gemm::View<float> 
                        bp);
       for (int64_t ic = m_begin; ic < m_end; ic += kMC) {
         const int64_t mc = std::min(kMC, m_end - ic);
-        packImageBlock(in, g, ic, mc, pc, kc, ap);
+        const BlockPixels block(g, ic, mc);
+        int64_t pixel_offset[kMC];
+        for (int64_t p = 0; p < mc; ++p)
+          pixel_offset[p] = block.n[p] * out.sn + block.y[p] * out.sh + block.x[p] * out.sw;
+        packImageBlock(in, g, block, pc, kc, ap);
         for (int64_t j0 = 0; j0 < nc; j0 += kNR) {
           const int64_t cols = std::min<int64_t>(kNR, nc - j0);
           for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
             const int64_t rows = std::min<int64_t>(kMR, mc - i0);
             maia_gemm::microKernel(kc, ap + i0 * kc, bp + j0 * kc, kNR, tile, kNR, 1.0f, 0.0f);
-            mergeTile(tile, g, out, ic + i0, rows, jc + j0, cols, pc == 0);
+            mergeTile(tile, out, pixel_offset + i0, rows, jc + j0, cols, pc == 0);
           }
         }
       }

@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "blocked.h"
 #include "microkernel.h"
 #include "pack.h"
 
@@ -52,22 +53,43 @@ struct TapSources {
   int64_t first, step;
 };
 
-/// The input positions of the pixels [m0, m0 + rows) of the flattened
-/// (n, y, x) output: their top-left tap.
+/// The output coordinates of the pixels [m0, m0 + count) of the flattened
+/// (n, y, x) output, count <= kMC: one division for the block, then steps
+/// (divisions per pixel cost as much as packing a small tap).
+struct BlockPixels {
+  int64_t count;
+  int32_t n[maia_gemm::kMC], y[maia_gemm::kMC], x[maia_gemm::kMC];
+
+  BlockPixels(const Geometry& g, int64_t m0, int64_t count_) : count(count_) {
+    const int64_t plane = g.oh * g.ow;
+    int64_t ni = m0 / plane, yi = m0 % plane / g.ow, xi = m0 % g.ow;
+    for (int64_t p = 0; p < count; ++p) {
+      n[p] = static_cast<int32_t>(ni);
+      y[p] = static_cast<int32_t>(yi);
+      x[p] = static_cast<int32_t>(xi);
+      if (++xi == g.ow) {
+        xi = 0;
+        if (++yi == g.oh) yi = 0, ++ni;
+      }
+    }
+  }
+};
+
+/// The input positions of kMR (or fewer) pixels of a block: their top-left
+/// tap.
 struct PanelPixels {
   int64_t rows;
   int64_t n[kMR], iy[kMR], ix[kMR];
   bool one_row;  // all in one output row of one image: ix[p] = ix[0] + p * sw
 
-  PanelPixels(const Geometry& g, int64_t m0, int64_t rows_) : rows(rows_) {
-    const int64_t plane = g.oh * g.ow;
+  PanelPixels(const Geometry& g, const BlockPixels& block, int64_t p0, int64_t rows_)
+      : rows(rows_) {
     for (int64_t p = 0; p < rows; ++p) {
-      const int64_t m = m0 + p, y = m % plane / g.ow, x = m % g.ow;
-      n[p] = m / plane;
-      iy[p] = y * g.sh - g.ph;
-      ix[p] = x * g.sw - g.pw;
+      n[p] = block.n[p0 + p];
+      iy[p] = block.y[p0 + p] * g.sh - g.ph;
+      ix[p] = block.x[p0 + p] * g.sw - g.pw;
     }
-    one_row = m0 / g.ow == (m0 + rows - 1) / g.ow;
+    one_row = n[0] == n[rows - 1] && iy[0] == iy[rows - 1];
   }
 
   TapSources tap(const Geometry& g, int64_t i, int64_t j) const {
@@ -87,6 +109,11 @@ struct PanelPixels {
     t.inside = 0;
     t.step = 0;
     if (y < 0 || y >= g.h || x0 + (rows - 1) * g.sw < 0 || x0 >= g.w) return t;
+    if (rows == kMR && x0 >= 0 && x0 + (kMR - 1) * g.sw < g.w) {
+      t.inside = (1u << kMR) - 1;
+      t.step = pitch;
+      return t;
+    }
     const int64_t lo = x0 >= 0 ? 0 : (-x0 + g.sw - 1) / g.sw;
     const int64_t hi = std::min(rows, (g.w - 1 - x0) / g.sw + 1);
     if (hi <= lo) return t;
@@ -168,21 +195,31 @@ inline void packTapChannels(const float* in, const Geometry& g, const TapSources
 #endif
 }
 
-/// Packs the A block of pixels [m0, m0 + mc) x reduction [k0, k0 + kc) into
+/// Packs the A block of pixels `block` x reduction [k0, k0 + kc) into
 /// panels of kMR pixels: out[(p / kMR) * kMR * kc + (k - k0) * kMR + p % kMR].
-inline void packImageBlock(const float* in, const Geometry& g, int64_t m0, int64_t mc, int64_t k0,
-                           int64_t kc, float* __restrict out) {
-  const int64_t taps = g.taps();
+inline void packImageBlock(const float* in, const Geometry& g, const BlockPixels& block,
+                           int64_t k0, int64_t kc, float* __restrict out) {
+  const int64_t taps = g.taps(), mc = block.count;
+  // Channels-last pixels stored densely (C values per pixel, no gaps) with
+  // an undilated kernel: the taps of one kernel row are one contiguous run
+  // of kw * C values per pixel, packed as one (C = 3: 21 values where one
+  // tap has 3).
+  const bool row_runs = g.channels_inner && g.in_sc == 1 && g.in_sw == g.c && g.dw == 1;
   for (int64_t p0 = 0; p0 < mc; p0 += kMR) {
     const int64_t rows = mc - p0 < kMR ? mc - p0 : kMR;
-    const PanelPixels pixels(g, m0 + p0, rows);
+    const PanelPixels pixels(g, block, p0, rows);
     float* panel = out + p0 * kc;
     if (g.channels_inner) {
       // k = tap * C + c: runs of channels of one tap.
       for (int64_t k = k0; k < k0 + kc;) {
-        const int64_t tap = k / g.c, c = k % g.c;
-        const int64_t count = std::min(g.c - c, k0 + kc - k);
-        const TapSources t = pixels.tap(g, tap / g.kw, tap % g.kw);
+        const int64_t tap = k / g.c, c = k % g.c, i = tap / g.kw, j = tap % g.kw;
+        int64_t count = std::min(g.c - c, k0 + kc - k);
+        const TapSources t = pixels.tap(g, i, j);
+        if (row_runs && t.step != 0 && count < k0 + kc - k && j + 1 < g.kw) {
+          const int64_t run = std::min((g.kw - j) * g.c - c, k0 + kc - k);
+          const int64_t last_j = (k + run - 1) / g.c % g.kw;
+          if (pixels.tap(g, i, last_j).step != 0) count = run;
+        }
         packTapChannels(in, g, t, rows, c, count, panel + (k - k0) * kMR, kMR);
         k += count;
       }
