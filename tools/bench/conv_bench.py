@@ -2,7 +2,7 @@
 
 The ResNet-18 convolution shapes at 224 x 224, batch 4, with bias, in NCHW
 and channels-last (input and weight, as model.to(memory_format=
-torch.channels_last) makes them). For each shape and layout, CPU
+torch.channels_last) makes them; "cl-input": the input only). For each shape and layout, CPU
 F.conv2d (torch.set_num_threads(THREADS)) and maia F.conv2d + synchronize
 (MAIA_NUM_CORES = THREADS device cores) run alternately, ROUNDS rounds of
 REPS calls each, and the best time of each is kept: both see the same
@@ -11,7 +11,7 @@ machine. Prints ms, GFLOP/s and the ratio maia time / CPU time (the goal:
 several times slower than on channels-last for the 3-channel first layer.
 
 Usage: python tools/bench/conv_bench.py [--rounds 5] [--reps 5] [--threads 2]
-           [--layouts nchw cl] [--json FILE]
+           [--layouts nchw cl cl-input] [--json FILE]
 """
 
 import argparse
@@ -50,7 +50,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--reps", type=int, default=5)
     parser.add_argument("--threads", type=int, default=THREADS_DEFAULT)
-    parser.add_argument("--layouts", nargs="+", default=["nchw", "cl"], choices=["nchw", "cl"])
+    parser.add_argument("--layouts", nargs="+", default=["nchw", "cl"],
+                        choices=["nchw", "cl", "cl-input"])
     parser.add_argument("--json")
     args = parser.parse_args()
     os.environ["MAIA_NUM_CORES"] = str(args.threads)
@@ -59,7 +60,7 @@ def main():
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {args.threads} CPU threads vs {args.threads} maia cores, "
           f"best of {args.rounds} x {args.reps}")
-    print(f"{'shape (N,C,H,W,Cout,k,s)':32} {'layout':6} {'cpu ms':>8} {'maia ms':>8} "
+    print(f"{'shape (N,C,H,W,Cout,k,s)':32} {'layout':8} {'cpu ms':>8} {'maia ms':>8} "
           f"{'cpu GF/s':>9} {'maia GF/s':>9} {'maia/cpu':>8}")
     rows = []
     nothing = lambda: None  # noqa: E731
@@ -70,8 +71,9 @@ def main():
         wt = torch.randn(o, c, k, k, generator=gen) * 0.05
         b = torch.randn(o, generator=gen)
         for layout in args.layouts:
-            fmt = torch.channels_last if layout == "cl" else torch.contiguous_format
-            xc, wc = x.to(memory_format=fmt), wt.to(memory_format=fmt)
+            cl, nchw = torch.channels_last, torch.contiguous_format
+            xc = x.to(memory_format=nchw if layout == "nchw" else cl)
+            wc = wt.to(memory_format=cl if layout == "cl" else nchw)
             xm, wm, bm = xc.to("maia"), wc.to("maia"), b.to("maia")
             cpu = lambda: F.conv2d(xc, wc, b, s, k // 2)  # noqa: E731
             maia = lambda: F.conv2d(xm, wm, bm, s, k // 2)  # noqa: E731
@@ -86,7 +88,7 @@ def main():
                        cpu_gflops=flops / t_cpu * 1e-9, maia_gflops=flops / t_maia * 1e-9,
                        ratio=t_maia / t_cpu)
             rows.append(row)
-            print(f"{str(shape):32} {layout:6} {row['cpu_ms']:8.2f} {row['maia_ms']:8.2f} "
+            print(f"{str(shape):32} {layout:8} {row['cpu_ms']:8.2f} {row['maia_ms']:8.2f} "
                   f"{row['cpu_gflops']:9.0f} {row['maia_gflops']:9.0f} {row['ratio']:8.2f}",
                   flush=True)
     if args.json:

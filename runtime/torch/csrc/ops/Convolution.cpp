@@ -119,16 +119,21 @@ bool takesImplicitGemm(const Tensor& x, int64_t groups) {
 }
 
 /// out = conv(x, wt) + bias by the implicit-GEMM kernel: x, wt 4-D, out
-/// allocated in its promised layout. No copy of x in any layout; the
-/// reduction runs over (tap, channel) when the weight is channels-last
-/// (its [K, O] matrix is then a view), else over (channel, tap).
+/// allocated in its promised layout. x is read in place in any layout. The
+/// reduction runs over (tap, channel) for a channels-last weight or input,
+/// else over (channel, tap): either way a tap's channels are adjacent in the
+/// weight's [K, O] matrix, a view of the weight. A channels-last input
+/// with a contiguous weight makes the weight channels-last first (O * K
+/// elements; the kernel would otherwise gather every input element).
 void implicitGemmConvolution(const Tensor& x, const Tensor& wt, const Tensor& bias,
                              const Conv2d& conv, const Tensor& out) {
   const int64_t k = conv.c * conv.taps();
-  const bool channels_inner =
-      conv.c > 1 && conv.taps() > 1 && wt.is_contiguous(at::MemoryFormat::ChannelsLast);
-  // B[k, o]: a view of a contiguous or channels-last weight, else a copy.
-  Tensor matrix = channels_inner ? wt.permute({2, 3, 1, 0}).reshape({k, conv.o})
+  const bool weight_cl = wt.is_contiguous(at::MemoryFormat::ChannelsLast);
+  const bool input_cl = x.stride(1) == 1;
+  const bool channels_inner = conv.c > 1 && conv.taps() > 1 && (weight_cl || input_cl);
+  Tensor matrix = channels_inner ? wt.contiguous(at::MemoryFormat::ChannelsLast)
+                                       .permute({2, 3, 1, 0})
+                                       .reshape({k, conv.o})
                                  : wt.reshape({conv.o, k}).t();
   maiaKernelArg bias_arg;
   if (bias.defined()) {
