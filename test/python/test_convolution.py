@@ -95,6 +95,7 @@ def test_channels_last_weight_and_double_convolution(dtype):
 IMPLICIT_CASES = [
     ((2, 3, 40, 38), (16, 3, 7, 7), 2, 3, 1),            # the stem: C = 3, 7x7, stride 2
     ((1, 16, 58, 58), (40, 16, 3, 3), 1, 0, 1),          # 56-pixel rows, no padding
+    ((2, 8, 20, 30), (16, 8, 3, 3), 1, 1, 1),            # padded ends of one-row panels
     ((2, 64, 9, 13), (70, 64, 3, 3), 1, 1, 1),           # two reduction blocks, odd rows
     ((2, 32, 14, 14), (48, 32, 3, 3), 2, 1, 1),          # stride 2
     ((3, 20, 7, 7), (33, 20, 1, 1), 1, 0, 1),            # pointwise, 7-pixel rows

@@ -46,11 +46,13 @@ struct Geometry {
 /// element offsets from the input's start (for channel 0; every slot set,
 /// read only where inside), and which are inside the image. `step` is the
 /// common distance between consecutive offsets when all kMR are inside and
-/// evenly spaced, else 0.
+/// evenly spaced, else 0; `pitch` that distance for pixels of one output
+/// row even when some fall into the padding (offset[p] = first + p * pitch),
+/// else 0.
 struct TapSources {
   alignas(64) int32_t offset[16];
   uint32_t inside;  // bit p: pixel p reads the image
-  int64_t first, step;
+  int64_t first, step, pitch;
 };
 
 /// The output coordinates of the pixels [m0, m0 + count) of the flattened
@@ -108,6 +110,7 @@ struct PanelPixels {
     for (int p = 0; p < 16; ++p) t.offset[p] = static_cast<int32_t>(t.first + p * pitch);
     t.inside = 0;
     t.step = 0;
+    t.pitch = pitch;
     if (y < 0 || y >= g.h || x0 + (rows - 1) * g.sw < 0 || x0 >= g.w) return t;
     if (rows == kMR && x0 >= 0 && x0 + (kMR - 1) * g.sw < g.w) {
       t.inside = (1u << kMR) - 1;
@@ -136,6 +139,7 @@ struct PanelPixels {
     }
     t.first = t.offset[0];
     t.step = 0;
+    t.pitch = 0;
     if (even) {
       const int64_t step = t.offset[1] - t.offset[0];
       for (int64_t p = 2; p < rows && even; ++p) even = t.offset[p] - t.offset[p - 1] == step;
@@ -153,22 +157,32 @@ inline void packTapChannels(const float* in, const Geometry& g, const TapSources
 #if defined(__AVX512F__)
   static_assert(kMR <= 16, "one vector per k step");
   const __mmask16 row_mask = static_cast<__mmask16>((1u << kMR) - 1);
-  if (t.step == 1) {
-    // Adjacent pixels of one row (NCHW, stride 1): one masked load each.
+  if (t.inside == 0) {
+    // The whole panel reads the padding of this tap.
     for (int64_t c = 0; c < count; ++c)
-      _mm512_mask_storeu_ps(panel + c * k_stride, row_mask,
-                            _mm512_maskz_loadu_ps(row_mask, base + t.first + c * g.in_sc));
+      _mm512_mask_storeu_ps(panel + c * k_stride, row_mask, _mm512_setzero_ps());
     return;
   }
-  if (t.step == 2) {
-    // Every other element of one row (NCHW, stride 2): two loads, one
-    // permute, where a gather takes several times as long.
+  if (t.pitch == 1) {
+    // Adjacent pixels of one row (NCHW, stride 1): one masked load each,
+    // the mask leaving out the padding (masked lanes are not read).
+    const __mmask16 inside = static_cast<__mmask16>(t.inside);
+    for (int64_t c = 0; c < count; ++c)
+      _mm512_mask_storeu_ps(panel + c * k_stride, row_mask,
+                            _mm512_maskz_loadu_ps(inside, base + t.first + c * g.in_sc));
+    return;
+  }
+  if (t.pitch == 2) {
+    // Every other element of one row (NCHW, stride 2): two masked loads and
+    // one permute, where a gather takes several times as long. Pixel p
+    // reads element 2p: the load masks are the inside bits spread out.
     const __m512i evens = _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0);
-    const __mmask16 tail = static_cast<__mmask16>((1u << (2 * kMR - 1 - 16)) - 1);
+    const uint32_t elements = _pdep_u32(t.inside, 0x55555555u);
+    const __mmask16 lo = static_cast<__mmask16>(elements), hi = static_cast<__mmask16>(elements >> 16);
     for (int64_t c = 0; c < count; ++c) {
       const float* src = base + t.first + c * g.in_sc;
-      const __m512 v = _mm512_permutex2var_ps(_mm512_loadu_ps(src), evens,
-                                              _mm512_maskz_loadu_ps(tail, src + 16));
+      const __m512 v = _mm512_permutex2var_ps(_mm512_maskz_loadu_ps(lo, src), evens,
+                                              _mm512_maskz_loadu_ps(hi, src + 16));
       _mm512_mask_storeu_ps(panel + c * k_stride, row_mask, v);
     }
     return;
