@@ -129,6 +129,19 @@ def test_implicit_gemm_convolution(input_shape, weight_shape, stride, padding, d
     assert torch.maia.fallback_counts() == {}
 
 
+def test_implicit_gemm_reads_broadcast_inputs():
+    # Stride-0 dimensions (expand on the device): every pixel of a row, or
+    # every channel, reads the same elements.
+    g = torch.Generator().manual_seed(1)
+    column, plane = torch.randn(2, 4, 20, 1, generator=g), torch.randn(2, 1, 20, 30, generator=g)
+    w, b = torch.randn(16, 4, 3, 3, generator=g), torch.randn(16, generator=g)
+    for host in (column.expand(2, 4, 20, 30), plane.expand(2, 4, 20, 30)):
+        device = (column if host.stride(3) == 0 else plane).to("maia").expand(2, 4, 20, 30)
+        assert device.stride() == host.stride()
+        torch.testing.assert_close(F.conv2d(device, w.to("maia"), b.to("maia"), padding=1).cpu(),
+                                   F.conv2d(host, w, b, padding=1), atol=1e-4, rtol=1e-4)
+
+
 def test_implicit_gemm_reads_strided_inputs_in_place():
     # A slice of a larger tensor (offset, row stride) and a transposed
     # width/height view: the kernel reads any strides, no copy first.

@@ -6,11 +6,14 @@ torch.channels_last) makes them; "cl-input": the input only). For each shape and
 F.conv2d (torch.set_num_threads(THREADS)) and maia F.conv2d + synchronize
 (MAIA_NUM_CORES = THREADS device cores) run alternately, ROUNDS rounds of
 REPS calls each, and the best time of each is kept: both see the same
-machine. Prints ms, GFLOP/s and the ratio maia time / CPU time (the goal:
+machine. A pause of --settle seconds follows each round: libgomp's idle
+threads spin for milliseconds after oneDNN's parallel region, and maia's
+idle cores for MAIA_SPIN_US, so a round started at once would measure
+that contention (as eager_bench.py does). Prints ms, GFLOP/s and the ratio maia time / CPU time (the goal:
 <= 1.05). The CPU's time is that of its own layout: oneDNN on NCHW is
 several times slower than on channels-last for the 3-channel first layer.
 
-Usage: python tools/bench/conv_bench.py [--rounds 5] [--reps 5] [--threads 2]
+Usage: python tools/bench/conv_bench.py [--rounds 5] [--reps 5] [--threads 2] [--settle 0.05]
            [--layouts nchw cl cl-input] [--json FILE]
 """
 
@@ -52,6 +55,7 @@ def main():
     parser.add_argument("--threads", type=int, default=THREADS_DEFAULT)
     parser.add_argument("--layouts", nargs="+", default=["nchw", "cl"],
                         choices=["nchw", "cl", "cl-input"])
+    parser.add_argument("--settle", type=float, default=0.05)
     parser.add_argument("--json")
     args = parser.parse_args()
     os.environ["MAIA_NUM_CORES"] = str(args.threads)
@@ -81,7 +85,9 @@ def main():
             t_cpu = t_maia = float("inf")
             for _ in range(args.rounds):
                 t_cpu = min(t_cpu, best_time(cpu, nothing, args.reps))
+                time.sleep(args.settle)
                 t_maia = min(t_maia, best_time(maia, torch.maia.synchronize, args.reps))
+                time.sleep(args.settle)
             oh = (h + 2 * (k // 2) - k) // s + 1
             flops = 2.0 * n * o * oh * oh * c * k * k
             row = dict(shape=shape, layout=layout, cpu_ms=t_cpu * 1e3, maia_ms=t_maia * 1e3,

@@ -43,16 +43,24 @@ struct Geometry {
 };
 
 /// Where the kMR pixels of one A panel read the input for one kernel tap:
-/// element offsets from the input's start (for channel 0; every slot set,
-/// read only where inside), and which are inside the image. `step` is the
-/// common distance between consecutive offsets when all kMR are inside and
-/// evenly spaced, else 0; `pitch` that distance for pixels of one output
-/// row even when some fall into the padding (offset[p] = first + p * pitch),
-/// else 0.
+/// element offsets from the input's start (for channel 0), and which are
+/// inside the image. `step` is the common distance between consecutive
+/// offsets when all kMR are inside and evenly spaced, else 0. `pitch` is
+/// that distance for pixels of one output row even when some fall into the
+/// padding: their offsets are first + p * pitch, and offset[] is left unset
+/// (most packings never need it); else 0 and offset[] holds them (read only
+/// where inside).
 struct TapSources {
   alignas(64) int32_t offset[16];
   uint32_t inside;  // bit p: pixel p reads the image
   int64_t first, step, pitch;
+
+  int64_t offsetOf(int p) const { return pitch != 0 ? first + p * pitch : offset[p]; }
+  /// Fills offset[] when pitch left it unset.
+  void spellOutOffsets() {
+    if (pitch != 0)
+      for (int p = 0; p < 16; ++p) offset[p] = static_cast<int32_t>(first + p * pitch);
+  }
 };
 
 /// The output coordinates of the pixels [m0, m0 + count) of the flattened
@@ -107,10 +115,11 @@ struct PanelPixels {
     const int64_t y = iy[0] + i * g.dh, x0 = ix[0] + j * g.dw;
     const int64_t pitch = g.sw * g.in_sw;
     t.first = n[0] * g.in_sn + y * g.in_sh + x0 * g.in_sw;
-    for (int p = 0; p < 16; ++p) t.offset[p] = static_cast<int32_t>(t.first + p * pitch);
     t.inside = 0;
     t.step = 0;
     t.pitch = pitch;
+    if (pitch == 0)  // a broadcast (stride-0) width: offset[] is the record
+      for (int p = 0; p < 16; ++p) t.offset[p] = static_cast<int32_t>(t.first);
     if (y < 0 || y >= g.h || x0 + (rows - 1) * g.sw < 0 || x0 >= g.w) return t;
     if (rows == kMR && x0 >= 0 && x0 + (kMR - 1) * g.sw < g.w) {
       t.inside = (1u << kMR) - 1;
@@ -148,6 +157,46 @@ struct PanelPixels {
     return t;
   }
 };
+
+#if defined(__AVX512F__)
+/// panel[c * kMR + p] = rows[p][c] for c < channels (<= 16) and p < kMR,
+/// 0 where bit p of inside is clear (that row is not read): 16 x 16
+/// in-register transposes (pack.h's network) over rows that each have their
+/// own address, so a panel whose pixels reach the padding or straddle
+/// output rows packs like any other, where a gather per channel costs
+/// several times as much.
+inline void transposeRows(const float* const* rows, uint32_t inside, int64_t channels,
+                          float* panel) {
+  auto as_pd = [](__m512 v) { return _mm512_castps_pd(v); };
+  const __mmask16 lanes = static_cast<__mmask16>(channels >= 16 ? 0xffff : (1u << channels) - 1);
+  __m512 r[16], t[16];
+  for (int i = 0; i < 16; ++i)
+    r[i] = i < kMR && (inside >> i & 1u) ? _mm512_maskz_loadu_ps(lanes, rows[i])
+                                         : _mm512_setzero_ps();
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(as_pd(t[i]), as_pd(t[i + 2])));
+    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(as_pd(t[i]), as_pd(t[i + 2])));
+    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(as_pd(t[i + 1]), as_pd(t[i + 3])));
+    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(as_pd(t[i + 1]), as_pd(t[i + 3])));
+  }
+  for (int i = 0; i < 16; i += 8) {
+    for (int j = 0; j < 4; ++j) {
+      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
+      t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
+    }
+  }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
+    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
+  }
+  const __mmask16 row_mask = static_cast<__mmask16>((1u << kMR) - 1);
+  for (int c = 0; c < channels; ++c) _mm512_mask_storeu_ps(panel + c * kMR, row_mask, r[c]);
+}
+#endif
 
 /// panel[k * kMR + p] = input at pixel p, channel c, for `count` channels
 /// from c0 (k advancing by k_stride per channel), all from one tap.
@@ -187,15 +236,22 @@ inline void packTapChannels(const float* in, const Geometry& g, const TapSources
     }
     return;
   }
-  int64_t done = 0;
-  if (t.step != 0 && g.in_sc == 1 && k_stride == kMR) {
+  if (g.in_sc == 1 && k_stride == kMR) {
     // Channels contiguous per pixel (channels-last): transpose kMR runs of
-    // 16 channels; the rest of the channels (C = 3) gather below.
-    done = maia_gemm::packLinesByTransposes(base + t.first, t.step, kMR, count, panel, kMR);
+    // up to 16 channels at a time.
+    const float* sources[kMR];
+    for (int p = 0; p < kMR; ++p) sources[p] = base + t.offsetOf(p);
+    for (int64_t c = 0; c < count; c += 16) {
+      transposeRows(sources, t.inside, std::min<int64_t>(16, count - c), panel + c * kMR);
+      for (int p = 0; p < kMR; ++p) sources[p] += 16;
+    }
+    return;
   }
-  const __m512i index = _mm512_load_si512(t.offset);
+  TapSources spelled = t;
+  spelled.spellOutOffsets();
+  const __m512i index = _mm512_load_si512(spelled.offset);
   const __mmask16 inside = static_cast<__mmask16>(t.inside);
-  for (int64_t c = done; c < count; ++c) {
+  for (int64_t c = 0; c < count; ++c) {
     const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), inside, index,
                                               base + c * g.in_sc, sizeof(float));
     _mm512_mask_storeu_ps(panel + c * k_stride, row_mask, v);
@@ -204,7 +260,7 @@ inline void packTapChannels(const float* in, const Geometry& g, const TapSources
   for (int64_t c = 0; c < count; ++c) {
     float* dst = panel + c * k_stride;
     for (int64_t p = 0; p < kMR; ++p)
-      dst[p] = p < rows && (t.inside >> p & 1u) ? base[t.offset[p] + c * g.in_sc] : 0.0f;
+      dst[p] = p < rows && (t.inside >> p & 1u) ? base[t.offsetOf(p) + c * g.in_sc] : 0.0f;
   }
 #endif
 }
