@@ -16,7 +16,6 @@
 #include <cstdint>
 
 #include "blocked.h"
-#include "conv_microkernel.h"
 #include "conv_pack.h"
 #include "microkernel.h"
 #include "pack.h"
@@ -87,7 +86,7 @@ inline void mergeTile(const float* tile, const Output& out, const int64_t* pixel
 
 /// The reduction block length: K split into near-equal blocks of at most
 /// kKC (a last block of a few k steps would load and store every output
-/// tile for little work), which is also kRowStride.
+/// tile for little work).
 inline int64_t reductionBlock(int64_t k) {
   const int64_t blocks = (k + kKC - 1) / kKC;
   return (k + blocks - 1) / blocks;
@@ -102,11 +101,8 @@ inline void convolve(const float* in, const Geometry& g, maia_gemm::View<float> 
   const int64_t k_total = g.reduction(), kc_max = reductionBlock(k_total);
   const int64_t nc_max = std::min(kNC, roundUp(o_end - o_begin, kNR));
   const int64_t mc_max = std::min(kMC, roundUp(m_end - m_begin, kMR));
-  // A channels-last input packs pixel-major (copies, for microKernelRows);
-  // any other k-major (for the GEMM's microKernel).
-  const bool pixel_major = g.in_sc == 1 && (g.channels_inner || g.taps() == 1);
   float* bp = s.b.get(kc_max * nc_max);
-  float* ap = s.a.get(mc_max * (pixel_major ? kRowStride : kc_max));
+  float* ap = s.a.get(mc_max * kc_max);
   alignas(64) float tile[kMR * kNR];
   for (int64_t jc = o_begin; jc < o_end; jc += kNC) {
     const int64_t nc = std::min(kNC, o_end - jc);
@@ -120,20 +116,12 @@ inline void convolve(const float* in, const Geometry& g, maia_gemm::View<float> 
         int64_t pixel_offset[kMC];
         for (int64_t p = 0; p < mc; ++p)
           pixel_offset[p] = block.n[p] * out.sn + block.y[p] * out.sh + block.x[p] * out.sw;
-        if (pixel_major) {
-          packImageRows(in, g, block, pc, kc, ap);
-        } else {
-          packImageBlock(in, g, block, pc, kc, ap);
-        }
+        packImageBlock(in, g, block, pc, kc, ap);
         for (int64_t j0 = 0; j0 < nc; j0 += kNR) {
           const int64_t cols = std::min<int64_t>(kNR, nc - j0);
           for (int64_t i0 = 0; i0 < mc; i0 += kMR) {
             const int64_t rows = std::min<int64_t>(kMR, mc - i0);
-            if (pixel_major) {
-              microKernelRows(kc, ap + i0 * kRowStride, bp + j0 * kc, tile);
-            } else {
-              maia_gemm::microKernel(kc, ap + i0 * kc, bp + j0 * kc, kNR, tile, kNR, 1.0f, 0.0f);
-            }
+            maia_gemm::microKernel(kc, ap + i0 * kc, bp + j0 * kc, kNR, tile, kNR, 1.0f, 0.0f);
             mergeTile(tile, out, pixel_offset + i0, rows, jc + j0, cols, pc == 0);
           }
         }

@@ -18,7 +18,6 @@
 #include <cstdint>
 
 #include "blocked.h"
-#include "conv_microkernel.h"
 #include "microkernel.h"
 #include "pack.h"
 
@@ -266,49 +265,34 @@ inline void packTapChannels(const float* in, const Geometry& g, const TapSources
 #endif
 }
 
-/// The reduction steps [k0, k0 + kc) of a channels-inner reduction as runs
-/// of one tap's channels: visit(k, c, count, tap sources). With
-/// channels-last pixels stored densely (C values each, no gaps) and an
-/// undilated kernel, the taps of one kernel row are one contiguous run of
-/// kw * C values per pixel, visited as one when all pixels are inside (C =
-/// 3: 21 values where one tap has 3).
-template <typename Visit>
-void forEachChannelRun(const Geometry& g, const PanelPixels& pixels, int64_t k0, int64_t kc,
-                       Visit&& visit) {
-  const bool row_runs = g.in_sc == 1 && g.in_sw == g.c && g.dw == 1;
-  // (i, j, c) of k, advanced by steps: divisions per run showed in profiles.
-  int64_t c = k0 % g.c, tap = k0 / g.c;
-  int64_t i = tap / g.kw, j = tap % g.kw;
-  for (int64_t k = k0; k < k0 + kc;) {
-    int64_t count = std::min(g.c - c, k0 + kc - k);
-    const TapSources t = pixels.tap(g, i, j);
-    if (row_runs && t.step != 0 && count < k0 + kc - k && j + 1 < g.kw) {
-      const int64_t run = std::min((g.kw - j) * g.c - c, k0 + kc - k);
-      const int64_t last_j = j + (c + run - 1) / g.c;
-      if (pixels.tap(g, i, last_j).step != 0) count = run;
-    }
-    visit(k, c, count, t);
-    k += count;
-    for (c += count; c >= g.c; c -= g.c)
-      if (++j == g.kw) j = 0, ++i;
-  }
-}
-
 /// Packs the A block of pixels `block` x reduction [k0, k0 + kc) into
 /// panels of kMR pixels: out[(p / kMR) * kMR * kc + (k - k0) * kMR + p % kMR].
 inline void packImageBlock(const float* in, const Geometry& g, const BlockPixels& block,
                            int64_t k0, int64_t kc, float* __restrict out) {
   const int64_t taps = g.taps(), mc = block.count;
+  // Channels-last pixels stored densely (C values per pixel, no gaps) with
+  // an undilated kernel: the taps of one kernel row are one contiguous run
+  // of kw * C values per pixel, packed as one (C = 3: 21 values where one
+  // tap has 3).
+  const bool row_runs = g.channels_inner && g.in_sc == 1 && g.in_sw == g.c && g.dw == 1;
   for (int64_t p0 = 0; p0 < mc; p0 += kMR) {
     const int64_t rows = mc - p0 < kMR ? mc - p0 : kMR;
     const PanelPixels pixels(g, block, p0, rows);
     float* panel = out + p0 * kc;
     if (g.channels_inner) {
-      // k = tap * C + c: runs of channels of one tap (or kernel row).
-      forEachChannelRun(g, pixels, k0, kc, [&](int64_t k, int64_t c, int64_t count,
-                                               const TapSources& t) {
+      // k = tap * C + c: runs of channels of one tap.
+      for (int64_t k = k0; k < k0 + kc;) {
+        const int64_t tap = k / g.c, c = k % g.c, i = tap / g.kw, j = tap % g.kw;
+        int64_t count = std::min(g.c - c, k0 + kc - k);
+        const TapSources t = pixels.tap(g, i, j);
+        if (row_runs && t.step != 0 && count < k0 + kc - k && j + 1 < g.kw) {
+          const int64_t run = std::min((g.kw - j) * g.c - c, k0 + kc - k);
+          const int64_t last_j = (k + run - 1) / g.c % g.kw;
+          if (pixels.tap(g, i, last_j).step != 0) count = run;
+        }
         packTapChannels(in, g, t, rows, c, count, panel + (k - k0) * kMR, kMR);
-      });
+        k += count;
+      }
     } else {
       // k = c * taps + tap: each tap's channels are taps k-steps apart.
       const int64_t c_first = k0 / taps, c_last = (k0 + kc - 1) / taps;
@@ -322,40 +306,6 @@ inline void packImageBlock(const float* in, const Geometry& g, const BlockPixels
                         panel + (c_begin * taps + tap - k0) * kMR, taps * kMR);
       }
     }
-  }
-}
-
-/// Packs the A block of pixels `block` x reduction [k0, k0 + kc) of a
-/// channels-last input (channels innermost in both) pixel-major, for
-/// microKernelRows: out[p * kRowStride + (k - k0)], 0 in the padding. Rows
-/// past the block's last pixel are left as they are (their products are
-/// never stored).
-inline void packImageRows(const float* in, const Geometry& g, const BlockPixels& block,
-                          int64_t k0, int64_t kc, float* __restrict out) {
-  for (int64_t p0 = 0; p0 < block.count; p0 += kMR) {
-    const int64_t rows = std::min<int64_t>(kMR, block.count - p0);
-    const PanelPixels pixels(g, block, p0, rows);
-    forEachChannelRun(g, pixels, k0, kc, [&](int64_t k, int64_t c, int64_t count,
-                                             const TapSources& t) {
-      for (int64_t p = 0; p < rows; ++p) {
-        float* dst = out + (p0 + p) * kRowStride + (k - k0);
-        const bool inside = t.inside >> p & 1u;
-        const float* src = in + (inside ? t.offsetOf(static_cast<int>(p)) + c : 0);
-#if defined(__AVX512F__)
-        // Masked vectors: runs are short (3 to 64 channels; 21 for the
-        // stem's kernel rows), where a copy loop spends its time in the
-        // prologue and tail.
-        for (int64_t e = 0; e < count; e += 16) {
-          const __mmask16 mask =
-              static_cast<__mmask16>(count - e >= 16 ? 0xffff : (1u << (count - e)) - 1);
-          _mm512_mask_storeu_ps(dst + e, mask,
-                                inside ? _mm512_maskz_loadu_ps(mask, src + e) : _mm512_setzero_ps());
-        }
-#else
-        for (int64_t e = 0; e < count; ++e) dst[e] = inside ? src[e] : 0.0f;
-#endif
-      }
-    });
   }
 }
 
