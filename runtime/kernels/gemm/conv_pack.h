@@ -280,18 +280,21 @@ inline void packImageBlock(const float* in, const Geometry& g, const BlockPixels
     const PanelPixels pixels(g, block, p0, rows);
     float* panel = out + p0 * kc;
     if (g.channels_inner) {
-      // k = tap * C + c: runs of channels of one tap.
+      // k = tap * C + c: runs of channels of one tap. (i, j, c) of k
+      // advance by steps: divisions per run showed in profiles.
+      int64_t c = k0 % g.c, i = k0 / g.c / g.kw, j = k0 / g.c % g.kw;
       for (int64_t k = k0; k < k0 + kc;) {
-        const int64_t tap = k / g.c, c = k % g.c, i = tap / g.kw, j = tap % g.kw;
         int64_t count = std::min(g.c - c, k0 + kc - k);
         const TapSources t = pixels.tap(g, i, j);
         if (row_runs && t.step != 0 && count < k0 + kc - k && j + 1 < g.kw) {
           const int64_t run = std::min((g.kw - j) * g.c - c, k0 + kc - k);
-          const int64_t last_j = (k + run - 1) / g.c % g.kw;
+          const int64_t last_j = j + (c + run - 1) / g.c;
           if (pixels.tap(g, i, last_j).step != 0) count = run;
         }
         packTapChannels(in, g, t, rows, c, count, panel + (k - k0) * kMR, kMR);
         k += count;
+        for (c += count; c >= g.c; c -= g.c)
+          if (++j == g.kw) j = 0, ++i;
       }
     } else {
       // k = c * taps + tap: each tap's channels are taps k-steps apart.
