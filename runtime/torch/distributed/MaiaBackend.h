@@ -137,7 +137,8 @@ class MaiaBackend final : public c10d::Backend {
   /// one launch.
   c10::intrusive_ptr<c10d::Work> allreduceInPlace(std::vector<at::Tensor>& tensors,
                                                   const c10d::ReduceOp& reduce_op,
-                                                  c10d::OpType op_type, const char* name);
+                                                  c10d::OpType op_type, const char* name,
+                                                  std::chrono::milliseconds timeout);
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
   GlooTransport gloo_transport_;
