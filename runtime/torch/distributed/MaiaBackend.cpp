@@ -15,6 +15,7 @@
 #include "MaiaCachingAllocator.h"
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
+#include "MonitoredBarrier.h"
 
 namespace torch_maia::distributed {
 namespace {
@@ -342,6 +343,7 @@ MaiaBackend::MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo,
                          c10::intrusive_ptr<c10d::Backend> leaders, c10::DeviceIndex device)
     : c10d::Backend(gloo->getRank(), gloo->getSize()),
       gloo_(gloo),
+      store_(store),
       gloo_transport_(std::move(gloo)),
       timeout_(timeout),
       group_name_(std::move(group_name)),
@@ -904,6 +906,26 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::barrier(const c10d::BarrierOptions& 
   Call call(*this, OpType::BARRIER, device, opts.timeout);
   call.transport().barrier(call.launch());
   return call.finish({}, /*blocking=*/true);
+}
+
+void MaiaBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
+  const bool own_timeout = opts.timeout != c10d::kUnsetTimeout;
+  TORCH_CHECK(!own_timeout || opts.timeout.count() > 0,
+              "maia c10d: monitored_barrier got a timeout of ", opts.timeout.count(),
+              " ms; give a positive one, or none for the process group's");
+  const uint64_t number = ++monitored_barriers_;
+  auto prefix = [](uint64_t n) { return c10::str("maia_monitored_barrier/", n, "/"); };
+  MonitoredBarrierArgs args;
+  args.label = c10::str("monitored_barrier (number ", number, ") of process group '",
+                        group_name_, "'");
+  args.key_prefix = prefix(number);
+  args.previous_key_prefix = number > 1 ? prefix(number - 1) : std::string();
+  args.rank = getRank();
+  args.size = getSize();
+  args.timeout = own_timeout ? opts.timeout : timeout_;
+  args.verdict_timeout = std::max(args.timeout, timeout_);
+  args.wait_all_ranks = wait_all_ranks;
+  distributed::monitoredBarrier(*store_, args);
 }
 
 void MaiaBackend::startCoalescing() {
