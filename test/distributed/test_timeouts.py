@@ -14,6 +14,7 @@ import time
 import pytest
 import torch
 import torch.distributed as dist
+from torch._C._distributed_c10d import AllgatherOptions  # not re-exported by torch.distributed
 
 from dist_support import World
 
@@ -88,6 +89,54 @@ def barrier_with_call_timeout_fails_fast(rank, world):
                           labelled("BARRIER") + " failed: ")
 
 
+def options_of(kind, timeout):
+    opts = kind()
+    opts.timeout = timeout
+    return opts
+
+
+# Each collective's options, as a caller of the ProcessGroup methods passes
+# them (through the dispatcher to the backend).
+OPTION_CALLS = {
+    "BROADCAST": lambda g, t: g.broadcast([t], options_of(dist.BroadcastOptions, CALL_TIMEOUT)),
+    "REDUCE": lambda g, t: g.reduce([t], options_of(dist.ReduceOptions, CALL_TIMEOUT)),
+    "_ALLGATHER_BASE": lambda g, t: g._allgather_base(
+        torch.empty(2 * t.numel(), device=t.device), t,
+        options_of(AllgatherOptions, CALL_TIMEOUT)),
+    "_REDUCE_SCATTER_BASE": lambda g, t: g._reduce_scatter_base(
+        t[: t.numel() // 2], t.clone(), options_of(dist.ReduceScatterOptions, CALL_TIMEOUT)),
+    "ALLTOALL_BASE": lambda g, t: g.alltoall_base(
+        torch.empty_like(t), t, [], [], options_of(dist.AllToAllOptions, CALL_TIMEOUT)),
+}
+
+
+def every_options_timeout_fails_fast(rank, world):
+    """One fresh group per collective; returns (name, message, seconds)."""
+    results = []
+    for name, call in OPTION_CALLS.items():
+        group = fresh_group()
+        if rank != 0:
+            continue
+        t = torch.ones(8, device=torch.device("maia", 0))
+        work = call(group, t)
+        message, seconds = expect_failure(lambda: (torch.maia.synchronize(), work.wait()),
+                                          labelled(name) + " failed: ")
+        results.append((name, message, seconds))
+    return results
+
+
+def set_timeout_applies_to_later_collectives(rank, world):
+    """Backend.set_timeout (setTimeout) changes the group's timeout."""
+    group = fresh_group()
+    group._get_backend(torch.device("maia")).set_timeout(CALL_TIMEOUT)
+    if rank != 0:
+        return None
+    t = torch.ones(8, device=torch.device("maia", 0))
+    return expect_failure(lambda: (dist.all_reduce(t, group=group), torch.maia.synchronize(),
+                                   dist.all_reduce(t, group=group)),
+                          labelled("ALLREDUCE") + " failed: ")
+
+
 def wait_with_timeout_fails_fast(rank, world):
     group = fresh_group()
     if rank != 0:
@@ -140,6 +189,20 @@ class TestCallTimeouts:
 
     def test_barrier_timeout_fails_within_it(self, world):
         message, seconds = world.run(barrier_with_call_timeout_fails_fast)[0]
+        assert seconds < FAST_S, (seconds, message)
+
+    def test_every_options_timeout_reaches_the_backend(self, world):
+        if world.path != "ipc":
+            pytest.skip("the options reach the backend alike on every path; the Gloo steps' "
+                        "use of them is covered by the all_reduce test")
+        results = world.run(every_options_timeout_fails_fast)[0]
+        assert [name for name, _, _ in results] == list(OPTION_CALLS)
+        for name, message, seconds in results:
+            assert seconds < FAST_S, (name, seconds, message)
+            assert "timed out after 1500 ms waiting for rank(s) 1" in message, message
+
+    def test_set_timeout_changes_the_group_timeout(self, world):
+        message, seconds = world.run(set_timeout_applies_to_later_collectives)[0]
         assert seconds < FAST_S, (seconds, message)
 
     def test_work_wait_timeout_fails_within_it(self, world):

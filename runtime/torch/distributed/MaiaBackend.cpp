@@ -303,7 +303,7 @@ class MaiaBackend::Call {
       end.timeout = end.call_timeout ? std::min(end.timeout, timeout) : timeout;
       end.call_timeout = true;
     }
-    pending_->launch.timeout = own_timeout ? timeout : backend.timeout_;
+    pending_->launch.timeout = own_timeout ? timeout : backend.timeout_.load();
     orderAfterCaller(device, pending_->launch.stream);
     guard_.emplace(pending_->launch.stream);
   }
@@ -437,7 +437,7 @@ void MaiaBackend::setGroupUid(const std::string& pg_uid) {
 }
 
 c10::intrusive_ptr<c10d::Backend::Options> MaiaBackend::getBackendOptions() {
-  auto options = c10::make_intrusive<MaiaOptions>(timeout_);
+  auto options = c10::make_intrusive<MaiaOptions>(timeout_.load());
   options->group_name = group_name_;
   return options;
 }
@@ -463,11 +463,11 @@ std::unique_ptr<MaiaBackend::Pending> MaiaBackend::newPending(OpType op, c10::De
   launch.label = c10::str(c10d::opTypeToString(op), " (sequence number ", launch.seq,
                           ") of process group '", group_name_, "' on rank ", getRank(), " of ",
                           getSize());
-  launch.timeout = timeout_;
+  launch.timeout = timeout_.load();
   launch.status = std::make_shared<LaunchStatus>(group_status_);
   pending->end = std::make_shared<LaunchEnd>(device, launch.status);
   pending->end->label = launch.label;
-  pending->end->timeout = timeout_;
+  pending->end->timeout = launch.timeout;
   pending->transport = &transportFor(op, device);
   return pending;
 }
@@ -922,8 +922,9 @@ void MaiaBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_a
   args.previous_key_prefix = number > 1 ? prefix(number - 1) : std::string();
   args.rank = getRank();
   args.size = getSize();
-  args.timeout = own_timeout ? opts.timeout : timeout_;
-  args.verdict_timeout = std::max(args.timeout, timeout_);
+  const std::chrono::milliseconds group_timeout = timeout_.load();
+  args.timeout = own_timeout ? opts.timeout : group_timeout;
+  args.verdict_timeout = std::max(args.timeout, group_timeout);
   args.wait_all_ranks = wait_all_ranks;
   distributed::monitoredBarrier(*store_, args);
 }
@@ -956,7 +957,7 @@ c10::intrusive_ptr<c10d::Backend> MaiaBackend::split(const c10::intrusive_ptr<c1
   if (!gloo_split) return nullptr;
   std::string name = opts ? opts->group_name : std::string();
   auto child = c10::make_intrusive<MaiaBackend>(
-      std::move(gloo_split), store, opts ? opts->timeout : timeout_, name,
+      std::move(gloo_split), store, opts ? opts->timeout : timeout_.load(), name,
       std::vector<std::string>(ranks.size(), host_), nullptr, -1);
   // The child's transports (its constructor had no host list: it exchanges
   // them here, and takes IPC only if its ranks share a host).

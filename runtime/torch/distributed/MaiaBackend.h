@@ -45,7 +45,9 @@ class MaiaBackend final : public c10d::Backend {
   c10::intrusive_ptr<Options> getBackendOptions() override;
   bool supportsCoalescing() const override { return true; }
   bool supportsSplitting() const override { return true; }
-  void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+  /// The group's timeout (Backend.set_timeout from Python), for the
+  /// collectives issued from now on that give none of their own.
+  void setTimeout(std::chrono::milliseconds timeout) override { timeout_.store(timeout); }
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return seq_; }
   void setGroupUid(const std::string& pg_uid) override;
@@ -149,7 +151,8 @@ class MaiaBackend final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Backend> gloo_;
   c10::intrusive_ptr<c10d::Store> store_;
   GlooTransport gloo_transport_;
-  std::chrono::milliseconds timeout_;
+  /// Read by every call (DDP's reducer issues from the autograd thread).
+  std::atomic<std::chrono::milliseconds> timeout_;
   std::string group_name_;
   std::string host_;  // this rank's (for split groups)
   c10::DeviceIndex device_;
