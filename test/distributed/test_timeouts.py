@@ -32,7 +32,8 @@ PATHS = {
 
 def labelled(op):
     # Between hosts, the leaders' Gloo step fails "... of 2 (between hosts)".
-    return rf"{op} \(sequence number \d+\) of process group '.*' on rank 0 of 2( \(between hosts\))?"
+    return (rf"{op} \(sequence number \d+\) of process group '.*' on rank 0 of 2"
+            r"( \(between hosts\))?")
 
 
 def expect_failure(fn, pattern):
@@ -210,3 +211,27 @@ class TestCallTimeouts:
         assert seconds < FAST_S, (seconds, message)
         if world.path == "ipc":
             assert "it was waiting for rank(s) 1 to reach the same step" in message, message
+
+
+def wait_with_timeout_in_abort_mode(rank, world):
+    group = fresh_group()
+    if rank == 0:
+        work = dist.all_reduce(torch.ones(8, device=torch.device("maia", 0)), group=group,
+                               async_op=True)
+        work.wait(timeout=CALL_TIMEOUT)  # the process is torn down in here
+
+
+def test_work_wait_timeout_tears_the_process_down_by_default(tmp_path):
+    """Without MAIA_DIST_ASYNC_ERROR_HANDLING=0 an expired Work.wait(timeout)
+    is handled as any failed collective: the message on stderr, then abort
+    (as NCCL's watchdog takes the process down after a timed-out wait)."""
+    stderr = str(tmp_path / "stderr")
+    world = World(2, timeout_s=GROUP_TIMEOUT_S, stderr_path=stderr)
+    try:
+        with pytest.raises(AssertionError, match=r"rank\(s\) \[.*0.*\] exited"):
+            world.run(wait_with_timeout_in_abort_mode)
+    finally:
+        world.close()
+    text = open(f"{stderr}.0").read()
+    assert "not completed within 1500 ms (Work.wait(timeout))" in text, text
+    assert "tearing the process down" in text, text
