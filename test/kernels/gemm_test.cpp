@@ -295,6 +295,24 @@ TEST_P(GemmTest, FewRowsOrColumns) {
   check(Case{.m = 1, .n = 4096, .k = 512, .lb = Layout::ColMajor, .grid = {1, 2, 1}});
 }
 
+// Partial tiles (edge_kernel.h): every row count of a partial 14-row tile
+// (M = 14 + r), last panels of 1, 15, 16, 17 and 31 columns (one vector
+// of 16 or two, masked), into a row-major C (stores under a lane mask) and
+// a column-major one (transposed stores), with K over two K blocks so the
+// second adds onto C; beta == 0 must not read C even in the masked lanes.
+TEST_P(GemmTest, EdgeTiles) {
+  for (int64_t m = 15; m <= 28; ++m) check(Case{.m = m, .n = 49, .k = 20, .beta = 0.5f});
+  for (int64_t n : {33, 47, 48, 49, 63, 196})
+    for (Layout lc : {Layout::RowMajor, Layout::ColMajor})
+      check(Case{.m = 37, .n = n, .k = 400, .lc = lc, .alpha = 1.5f, .beta = -0.5f});
+  for (Layout lc : {Layout::RowMajor, Layout::ColMajor})
+    check(Case{.m = 23, .n = 49, .k = 30, .lc = lc, .beta = 0.0f, .nan_c = true});
+  // Zoo shapes with edges in both directions (ResNet-18 convolutions).
+  check(Case{.m = 128, .n = 784, .k = 70});
+  check(Case{.m = 512, .n = 49, .k = 450, .lb = Layout::ColMajor});
+  check(Case{.batch = 2, .m = 256, .n = 196, .k = 50, .ba = Batch::Stride0});
+}
+
 TEST_P(GemmTest, AlphaBeta) {
   for (float alpha : {1.0f, 2.5f, -1.0f})
     for (float beta : {0.0f, 1.0f, -0.5f}) check(Case{.m = 23, .n = 50, .k = 270, .alpha = alpha, .beta = beta});

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "edge_kernel.h"
 #include "element.h"
 #include "microkernel.h"
 #include "pack.h"
@@ -72,7 +73,9 @@ struct BPanels {
 
 /// C[mc x nc] = alpha * Ap @ B + beta * C for packed A (mc rows) and B (nc
 /// columns). Full tiles of a unit-column-stride C go straight from the
-/// registers; edge tiles and strided C through a small tile.
+/// registers, and with AVX-512 so do its edge tiles (edge_kernel.h); a C
+/// with unit row stride is stored by transposed blocks; any other C, and
+/// AVX2 edge tiles, through a small tile.
 inline void macroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, const BPanels& b,
                         float* c, int64_t rs, int64_t cs, float alpha, float beta) {
   alignas(64) float tile[kMR * kNR];
@@ -83,10 +86,27 @@ inline void macroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, con
       int64_t rows = std::min<int64_t>(kMR, mc - i0);
       const float* apanel = ap + i0 * kc;
       float* ct = c + i0 * rs + j0 * cs;
-      if (rows == kMR && cols == kNR && cs == 1) {
+      const bool full = rows == kMR && cols == kNR;
+      if (cs == 1 && full) {
         microKernel(kc, apanel, bpanel, b.ldb, ct, rs, alpha, beta);
-      } else {
+        continue;
+      }
+#if defined(__AVX512F__)
+      if (cs == 1) {
+        edgeKernelFor(rows, cols)(kc, apanel, bpanel, b.ldb, ct, rs, cols, alpha, beta);
+        continue;
+      }
+      if (full) {
         microKernel(kc, apanel, bpanel, b.ldb, tile, kNR, 1.0f, 0.0f);
+      } else {
+        edgeKernelFor(rows, cols)(kc, apanel, bpanel, b.ldb, tile, kNR, cols, 1.0f, 0.0f);
+      }
+#else
+      microKernel(kc, apanel, bpanel, b.ldb, tile, kNR, 1.0f, 0.0f);
+#endif
+      if (rs == 1) {
+        mergeTileTransposed(tile, rows, cols, ct, cs, alpha, beta);
+      } else {
         mergeTile(tile, kNR, rows, cols, ct, rs, cs, alpha, beta);
       }
     }
