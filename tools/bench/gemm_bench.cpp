@@ -5,7 +5,8 @@
 // prints the ratios.
 //
 // Usage: maia-gemm-bench [--size N]... [--shape SPEC]... [--reps R]
-//                        [--dtype f32|bf16|f16] [--isa v4|v3] [--kernel-dir DIR]
+//                        [--dtype f32|bf16|f16] [--isa v4|v3] [--grid R,C,B]
+//                        [--kernel-dir DIR]
 //                        [--json]
 //   default sizes 1024 and 4096 (square, row-major), R = 5, f32, the v4
 //   (AVX-512) binary if the host runs it, else v3 (AVX2).
@@ -15,6 +16,7 @@
 //   convolution output); bB: a batch of B products sharing one A (a
 //   convolution's kernel over B images), or with ab each with its own A
 //   (bmm).
+//   --grid R,C,B: launch this grid instead of maia_gemm_grid's.
 //   --kernel-dir: where maia_gemm_kernels_{v4,v3}.maiabin are (default: this
 //   build's), e.g. a copy of an older build to compare against.
 //   --json prints one JSON object per size instead of a table line.
@@ -169,7 +171,7 @@ struct Result {
 };
 
 Result benchShape(maiaKernel_t kernel, const Dtype& dtype, int cores, const Shape& shape,
-                  int reps) {
+                  int reps, const int64_t* grid) {
   const int64_t m = shape.m, n = shape.n, k = shape.k, batch = shape.batch;
   const int64_t a_batch = shape.a_batched ? batch : 1;
   const size_t a_count = static_cast<size_t>(a_batch * m * k), b_count = static_cast<size_t>(batch * k * n),
@@ -203,6 +205,7 @@ Result benchShape(maiaKernel_t kernel, const Dtype& dtype, int cores, const Shap
                            maiaKernelArgFloat(maiaDtypeF32, 0.0)};
   Result r;
   maia_gemm_grid(m, n, k, batch, cores, r.grid);
+  if (grid != nullptr) std::copy(grid, grid + 3, r.grid);
   maiaStream_t stream;
   check(maiaStreamCreate(&stream, 0), "maiaStreamCreate");
   // One warm-up launch: first touch of the packing scratch, caches.
@@ -246,6 +249,7 @@ int main(int argc, char** argv) {
   bool json = false;
   Dtype dtype = parseDtype("f32");
   std::string isa, kernel_dir = MAIA_GEMM_KERNEL_DIR;
+  int64_t grid[3] = {0, 0, 0};
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--size") && i + 1 < argc) {
       std::string size = argv[++i];
@@ -258,6 +262,14 @@ int main(int argc, char** argv) {
       reps = std::max(1, std::atoi(argv[++i]));
     } else if (!std::strcmp(argv[i], "--dtype") && i + 1 < argc) {
       dtype = parseDtype(argv[++i]);
+    } else if (!std::strcmp(argv[i], "--grid") && i + 1 < argc) {
+      long long g0, g1, g2;
+      if (std::sscanf(argv[++i], "%lld,%lld,%lld", &g0, &g1, &g2) != 3 || g0 < 1 || g1 < 1 ||
+          g2 < 1) {
+        std::fprintf(stderr, "maia-gemm-bench: --grid wants R,C,B (each >= 1)\n");
+        return 2;
+      }
+      grid[0] = g0, grid[1] = g1, grid[2] = g2;
     } else if (!std::strcmp(argv[i], "--kernel-dir") && i + 1 < argc) {
       kernel_dir = argv[++i];
     } else if (!std::strcmp(argv[i], "--isa") && i + 1 < argc) {
@@ -267,7 +279,8 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: maia-gemm-bench [--size N]... [--shape MxNxK[:bt][:ct][:bB][:ab]]... "
-                   "[--reps R] [--dtype f32|bf16|f16] [--isa v4|v3] [--kernel-dir DIR] [--json]\n");
+                   "[--reps R] [--dtype f32|bf16|f16] [--isa v4|v3] [--grid R,C,B] [--kernel-dir DIR] "
+                   "[--json]\n");
       return 2;
     }
   }
@@ -288,7 +301,8 @@ int main(int argc, char** argv) {
 
   for (size_t i = 0; i < shapes.size(); ++i) {
     const Shape& shape = shapes[i];
-    Result r = benchShape(kernel, dtype, prop.core_count, shape, reps);
+    Result r = benchShape(kernel, dtype, prop.core_count, shape, reps,
+                          grid[0] > 0 ? grid : nullptr);
     if (json) {
       std::printf("{\"kernel\": \"%s\", \"binary\": \"%s\", \"shape\": \"%s\", \"m\": %lld, "
                   "\"n\": %lld, \"k\": %lld, \"batch\": %lld, \"cores\": %d, "
