@@ -341,6 +341,21 @@ TEST_P(GemmTest, Batched) {
              .ba = Batch::Size1, .bb = Batch::Stride0, .alpha = 0.5f, .beta = -1.0f});
 }
 
+// A batch sharing A (a convolution's kernel over the images) packs each A
+// block once for the images of a program: several images per B scratch
+// (N = 49), one per scratch (N = 2100, two N blocks), two A blocks and two
+// K blocks, beta, A broadcast by size 1 or by stride 0, and grids that give
+// a program one, two or all images.
+TEST_P(GemmTest, BatchSharingA) {
+  for (const std::vector<int64_t>& g : {std::vector<int64_t>{1, 1, 1}, {1, 1, 2}, {2, 1, 3}}) {
+    check(Case{.batch = 5, .m = 150, .n = 49, .k = 400, .ba = Batch::Stride0, .beta = 0.5f,
+               .grid = g});
+    check(Case{.batch = 3, .m = 30, .n = 2100, .k = 400, .ba = Batch::Size1, .grid = g});
+  }
+  check(Case{.batch = 4, .m = 64, .n = 196, .k = 90, .lb = Layout::Padded, .lc = Layout::Padded,
+             .ba = Batch::Stride0, .alpha = -1.0f, .grid = {1, 1, 1}});
+}
+
 TEST_P(GemmTest, AnyGridIsCorrect) {
   const std::vector<int64_t> grids[] = {{1, 1, 1}, {2, 1, 1}, {1, 2, 1}, {3, 2, 2},
                                         {7, 5, 3}, {64, 64, 1}, {1, 1, 8}};
