@@ -116,12 +116,16 @@ inline void macroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, con
 /// Whether the fp32 GEMM reads B in place instead of packing it: B is
 /// row-major with whole panels, and B is reused by few row tiles (small M)
 /// or the panels are short (small K), where packing costs more than it
-/// saves. With long panels, not when B's rows are a multiple of 4 KiB
-/// apart: a panel's rows then share one L1 set and evict each other (64 x
-/// 1024 x 1024 ran 22% faster packed, 64 x 3136 x 576 4-7% slower).
+/// saves. With long panels, only a B of at most 2 MiB (likely in cache:
+/// read in place from memory, a panel's rows are a page apart and stall
+/// the microkernel; 64 x 3136 x 576 over 4 images ran 1.4x faster packed,
+/// alone and in cache 4% slower), and not when its rows are a multiple of
+/// 4 KiB apart (a panel's rows then share one L1 set and evict each other:
+/// 64 x 1024 x 1024 ran 22% faster packed).
 inline bool readsBInPlace(const Problem<float>& p) {
   if (p.b.cs != 1 || p.n % kNR != 0) return false;
-  return p.k <= 64 || (p.m <= 64 && p.b.rs % 1024 != 0);
+  if (p.k <= 64) return true;
+  return p.m <= 64 && p.b.rs % 1024 != 0 && p.k * p.n <= (int64_t{2} << 20) / 4;
 }
 
 /// C = beta * C (K == 0 or alpha == 0: A and B are not read, as in BLAS).
