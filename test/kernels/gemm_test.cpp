@@ -470,14 +470,17 @@ TEST(GemmGrid, OneLargeMatrixSplitsAlongItsLongerSide) {
 
 TEST(GemmGrid, BatchesBalanceTheCores) {
   int64_t g[3];
-  maia_gemm_grid(256, 256, 256, 4, 2, g);  // whole matrices suffice
+  maia_gemm_grid(256, 256, 256, 4, 2, g);  // whole matrices suffice, two per core
   EXPECT_EQ(g[0] * g[1], 1);
-  EXPECT_EQ(g[2], 4);
+  EXPECT_EQ(g[2], 2);
+  maia_gemm_grid(256, 256, 256, 17, 2, g);  // 8 and 9 matrices
+  EXPECT_EQ(g[0] * g[1], 1);
+  EXPECT_EQ(g[2], 2);
   maia_gemm_grid(256, 256, 256, 3, 2, g);  // 3 matrices: split each in two
   EXPECT_EQ(g[0] * g[1], 2);
   EXPECT_EQ(g[2], 3);
   maia_gemm_grid(256, 256, 256, 3, 1, g);  // one core: no split
-  EXPECT_EQ(g[0] * g[1], 1);
+  EXPECT_EQ(g[0] * g[1] * g[2], 1);
 }
 
 }  // namespace
