@@ -20,7 +20,8 @@ ratio maia / torch.mm per shape (goal <= 1.05, issue 18).
 
 Usage: python tools/bench/gemm_bench.py [--sizes 1024 4096] [--rounds 3]
            [--reps 5] [--threads 2] [--bench build/release/tools/maia-gemm-bench]
-           [--zoo-shapes [--only SUBSTRING]] [--kernel-dir DIR] [--json FILE]
+           [--zoo-shapes [--only SUBSTRING] [--baseline-kernel-dir DIR]]
+           [--kernel-dir DIR] [--json FILE]
 """
 
 import argparse
@@ -148,9 +149,12 @@ def maia_shape_run(bench, spec, reps, cores, kernel_dir=None):
 
 
 def zoo_shapes(args, peak):
-    """Each zoo shape ROUNDS times, torch.mm and maia alternated; best of each."""
+    """Each zoo shape ROUNDS times, torch.mm and maia alternated (and the
+    --baseline-kernel-dir binaries, if given); best of each."""
+    baseline = args.baseline_kernel_dir
     print(f"{'model':<12} {'shape':<22} {'GFLOP':>7} {'torch us':>9} {'maia us':>9} "
-          f"{'maia/torch':>10} {'torch GF/s':>10} {'maia GF/s':>9} {'grid':>9}")
+          f"{'maia/torch':>10} {'torch GF/s':>10} {'maia GF/s':>9} {'grid':>9}"
+          + (f" {'base us':>9} {'base/torch':>10}" if baseline else ""))
     results = []
     for model, spec in ZOO_SHAPES:
         if args.only and args.only not in f"{model} {spec}":
@@ -159,28 +163,42 @@ def zoo_shapes(args, peak):
         flops = 2.0 * m * n * k * batch
         # About 30 ms of work per measurement, 5 to 400 repetitions.
         reps = max(5, min(400, int(0.03 / (flops / (peak * 1e9) * 2))))
-        best_torch = best_maia = float("inf")
+        best_torch = best_maia = best_base = float("inf")
         maia_run = None
         for _ in range(args.rounds):
             best_torch = min(best_torch, torch_shape_seconds(spec, reps))
             run = maia_shape_run(args.bench, spec, reps, args.threads, args.kernel_dir)
             if run["best_s"] < best_maia:
                 best_maia, maia_run = run["best_s"], run
+            if baseline:
+                base = maia_shape_run(args.bench, spec, reps, args.threads, baseline)
+                best_base = min(best_base, base["best_s"])
         ratio = best_maia / best_torch
-        results.append({"model": model, "shape": spec, "torch_s": best_torch, "maia_s": best_maia,
-                        "time_ratio": ratio, "torch_gflops": flops / best_torch * 1e-9,
-                        "maia_gflops": flops / best_maia * 1e-9, "maia": maia_run})
+        result = {"model": model, "shape": spec, "torch_s": best_torch, "maia_s": best_maia,
+                  "time_ratio": ratio, "torch_gflops": flops / best_torch * 1e-9,
+                  "maia_gflops": flops / best_maia * 1e-9, "maia": maia_run}
+        if baseline:
+            result.update(baseline_s=best_base, baseline_time_ratio=best_base / best_torch)
+        results.append(result)
         grid = "x".join(str(g) for g in maia_run["grid"])
+        base_cols = f" {best_base * 1e6:9.1f} {best_base / best_torch:10.2f}" if baseline else ""
         flag = "" if ratio <= 1.05 else "  <-- above 1.05"
         print(f"{model:<12} {spec:<22} {flops * 1e-9:7.3f} {best_torch * 1e6:9.1f} "
               f"{best_maia * 1e6:9.1f} {ratio:10.2f} {flops / best_torch * 1e-9:10.1f} "
-              f"{flops / best_maia * 1e-9:9.1f} {grid:>9}{flag}", flush=True)
-    ratios = [r["time_ratio"] for r in results]
-    if ratios:
-        worst = max(results, key=lambda r: r["time_ratio"])
-        print(f"{sum(r <= 1.05 for r in ratios)}/{len(ratios)} shapes at time ratio <= 1.05; "
-              f"worst {worst['time_ratio']:.2f} ({worst['model']} {worst['shape']}); geometric "
-              f"mean {math.exp(sum(math.log(r) for r in ratios) / len(ratios)):.2f}")
+              f"{flops / best_maia * 1e-9:9.1f} {grid:>9}{base_cols}{flag}", flush=True)
+
+    def summary(key, name):
+        ratios = [r[key] for r in results]
+        worst = max(results, key=lambda r: r[key])
+        geomean = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+        print(f"{name}: {sum(r <= 1.05 for r in ratios)}/{len(ratios)} shapes at time ratio "
+              f"<= 1.05; worst {worst[key]:.2f} ({worst['model']} {worst['shape']}); "
+              f"geometric mean {geomean:.2f}")
+
+    if results:
+        summary("time_ratio", "maia")
+        if baseline:
+            summary("baseline_time_ratio", "baseline")
     return results
 
 
@@ -216,6 +234,9 @@ def main():
     parser.add_argument("--zoo-shapes", action="store_true",
                         help="the zoos' GEMM shapes instead of --sizes cubes")
     parser.add_argument("--kernel-dir", help="maia-gemm-bench --kernel-dir (default: the build's)")
+    parser.add_argument("--baseline-kernel-dir",
+                        help="with --zoo-shapes: also time these binaries (e.g. a copy of an "
+                             "older build's kernels), alternated in the same run")
     parser.add_argument("--only", help="with --zoo-shapes: shapes whose 'model spec' has this")
     parser.add_argument("--json")
     args = parser.parse_args()
