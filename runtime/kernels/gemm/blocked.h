@@ -145,12 +145,15 @@ struct SharedABatch {
   int64_t count = 1, b_stride = 0, c_stride = 0;
 };
 
-/// The B panels of `images` products fit the scratch of one: each A block
-/// is then packed once for all of them (a convolution's kernel is shared
-/// by the images of its batch; at 512 x 49 x 4608 packing that kernel
-/// again for every image was a fifth of the time).
+/// How many products of a batch sharing A have their B panels packed side
+/// by side, so that each A block is packed once for all of them (a
+/// convolution's kernel is shared by the images of its batch; at 512 x 49
+/// x 4608 packing that kernel again for every image was a fifth of the
+/// time): as many as fit half of a 2 MiB L2, where the macro-kernels find
+/// them (at least one).
 inline int64_t imagesPerBPanel(int64_t kc_max, int64_t nc_max, int64_t count) {
-  return std::max<int64_t>(1, std::min(count, kKC * kNC / (kc_max * nc_max)));
+  constexpr int64_t kSharedBFloats = (int64_t{1} << 20) / 4;
+  return std::max<int64_t>(1, std::min(count, kSharedBFloats / (kc_max * nc_max)));
 }
 
 inline void runBlocked(const Problem<float>& p, Scratch& s, SharedABatch batch = {}) {
