@@ -2,7 +2,8 @@
 
 `World(n)` spawns n processes once (spawn: the maia driver refuses forked
 children); each joins a process group through init_process_group with no
-backend and device_id maia:rank ("cpu:gloo,maia:maia"), then runs the
+backend and device_id maia:rank (torch 2.13 then gives it the maia backend
+alone, as test_monitored_barrier.py checks), then runs the
 functions `World.run` sends it, `fn(rank, world_size, *args)`, reporting a
 traceback or its return value. Spawning once per test file keeps the suite
 fast: starting a rank process costs about as much as importing torch.

@@ -295,6 +295,24 @@ TEST_P(GemmTest, FewRowsOrColumns) {
   check(Case{.m = 1, .n = 4096, .k = 512, .lb = Layout::ColMajor, .grid = {1, 2, 1}});
 }
 
+// Partial tiles (edge_kernel.h): every row count of a partial 14-row tile
+// (M = 14 + r), last panels of 1, 15, 16, 17 and 31 columns (one vector
+// of 16 or two, masked), into a row-major C (stores under a lane mask) and
+// a column-major one (transposed stores), with K over two K blocks so the
+// second adds onto C; beta == 0 must not read C even in the masked lanes.
+TEST_P(GemmTest, EdgeTiles) {
+  for (int64_t m = 15; m <= 28; ++m) check(Case{.m = m, .n = 49, .k = 20, .beta = 0.5f});
+  for (int64_t n : {33, 47, 48, 49, 63, 196})
+    for (Layout lc : {Layout::RowMajor, Layout::ColMajor})
+      check(Case{.m = 37, .n = n, .k = 400, .lc = lc, .alpha = 1.5f, .beta = -0.5f});
+  for (Layout lc : {Layout::RowMajor, Layout::ColMajor})
+    check(Case{.m = 23, .n = 49, .k = 30, .lc = lc, .beta = 0.0f, .nan_c = true});
+  // Zoo shapes with edges in both directions (ResNet-18 convolutions).
+  check(Case{.m = 128, .n = 784, .k = 70});
+  check(Case{.m = 512, .n = 49, .k = 450, .lb = Layout::ColMajor});
+  check(Case{.batch = 2, .m = 256, .n = 196, .k = 50, .ba = Batch::Stride0});
+}
+
 TEST_P(GemmTest, AlphaBeta) {
   for (float alpha : {1.0f, 2.5f, -1.0f})
     for (float beta : {0.0f, 1.0f, -0.5f}) check(Case{.m = 23, .n = 50, .k = 270, .alpha = alpha, .beta = beta});
@@ -321,6 +339,21 @@ TEST_P(GemmTest, Batched) {
   check(Case{.batch = 5, .m = 20, .n = 70, .k = 30, .bb = Batch::Size1});
   check(Case{.batch = 3, .m = 31, .n = 9, .k = 40, .la = Layout::ColMajor, .lb = Layout::Padded,
              .ba = Batch::Size1, .bb = Batch::Stride0, .alpha = 0.5f, .beta = -1.0f});
+}
+
+// A batch sharing A (a convolution's kernel over the images) packs each A
+// block once for the images of a program: several images per B scratch
+// (N = 49), one per scratch (N = 2100, two N blocks), two A blocks and two
+// K blocks, beta, A broadcast by size 1 or by stride 0, and grids that give
+// a program one, two or all images.
+TEST_P(GemmTest, BatchSharingA) {
+  for (const std::vector<int64_t>& g : {std::vector<int64_t>{1, 1, 1}, {1, 1, 2}, {2, 1, 3}}) {
+    check(Case{.batch = 5, .m = 150, .n = 49, .k = 400, .ba = Batch::Stride0, .beta = 0.5f,
+               .grid = g});
+    check(Case{.batch = 3, .m = 30, .n = 2100, .k = 400, .ba = Batch::Size1, .grid = g});
+  }
+  check(Case{.batch = 4, .m = 64, .n = 196, .k = 90, .lb = Layout::Padded, .lc = Layout::Padded,
+             .ba = Batch::Stride0, .alpha = -1.0f, .grid = {1, 1, 1}});
 }
 
 TEST_P(GemmTest, AnyGridIsCorrect) {
@@ -437,14 +470,17 @@ TEST(GemmGrid, OneLargeMatrixSplitsAlongItsLongerSide) {
 
 TEST(GemmGrid, BatchesBalanceTheCores) {
   int64_t g[3];
-  maia_gemm_grid(256, 256, 256, 4, 2, g);  // whole matrices suffice
+  maia_gemm_grid(256, 256, 256, 4, 2, g);  // whole matrices suffice, two per core
   EXPECT_EQ(g[0] * g[1], 1);
-  EXPECT_EQ(g[2], 4);
+  EXPECT_EQ(g[2], 2);
+  maia_gemm_grid(256, 256, 256, 17, 2, g);  // 8 and 9 matrices
+  EXPECT_EQ(g[0] * g[1], 1);
+  EXPECT_EQ(g[2], 2);
   maia_gemm_grid(256, 256, 256, 3, 2, g);  // 3 matrices: split each in two
   EXPECT_EQ(g[0] * g[1], 2);
   EXPECT_EQ(g[2], 3);
   maia_gemm_grid(256, 256, 256, 3, 1, g);  // one core: no split
-  EXPECT_EQ(g[0] * g[1], 1);
+  EXPECT_EQ(g[0] * g[1] * g[2], 1);
 }
 
 }  // namespace

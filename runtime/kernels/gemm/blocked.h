@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "edge_kernel.h"
 #include "element.h"
 #include "microkernel.h"
 #include "pack.h"
@@ -72,7 +73,9 @@ struct BPanels {
 
 /// C[mc x nc] = alpha * Ap @ B + beta * C for packed A (mc rows) and B (nc
 /// columns). Full tiles of a unit-column-stride C go straight from the
-/// registers; edge tiles and strided C through a small tile.
+/// registers, and with AVX-512 so do its edge tiles (edge_kernel.h); a C
+/// with unit row stride is stored by transposed blocks; any other C, and
+/// AVX2 edge tiles, through a small tile.
 inline void macroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, const BPanels& b,
                         float* c, int64_t rs, int64_t cs, float alpha, float beta) {
   alignas(64) float tile[kMR * kNR];
@@ -83,10 +86,27 @@ inline void macroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, con
       int64_t rows = std::min<int64_t>(kMR, mc - i0);
       const float* apanel = ap + i0 * kc;
       float* ct = c + i0 * rs + j0 * cs;
-      if (rows == kMR && cols == kNR && cs == 1) {
+      const bool full = rows == kMR && cols == kNR;
+      if (cs == 1 && full) {
         microKernel(kc, apanel, bpanel, b.ldb, ct, rs, alpha, beta);
-      } else {
+        continue;
+      }
+#if defined(__AVX512F__)
+      if (cs == 1) {
+        edgeKernelFor(rows, cols)(kc, apanel, bpanel, b.ldb, ct, rs, cols, alpha, beta);
+        continue;
+      }
+      if (full) {
         microKernel(kc, apanel, bpanel, b.ldb, tile, kNR, 1.0f, 0.0f);
+      } else {
+        edgeKernelFor(rows, cols)(kc, apanel, bpanel, b.ldb, tile, kNR, cols, 1.0f, 0.0f);
+      }
+#else
+      microKernel(kc, apanel, bpanel, b.ldb, tile, kNR, 1.0f, 0.0f);
+#endif
+      if (rs == 1) {
+        mergeTileTransposed(tile, rows, cols, ct, cs, alpha, beta);
+      } else {
         mergeTile(tile, kNR, rows, cols, ct, rs, cs, alpha, beta);
       }
     }
@@ -96,9 +116,16 @@ inline void macroKernel(int64_t mc, int64_t nc, int64_t kc, const float* ap, con
 /// Whether the fp32 GEMM reads B in place instead of packing it: B is
 /// row-major with whole panels, and B is reused by few row tiles (small M)
 /// or the panels are short (small K), where packing costs more than it
-/// saves.
+/// saves. With long panels, only a B of at most 2 MiB (likely in cache:
+/// read in place from memory, a panel's rows are a page apart and stall
+/// the microkernel; 64 x 3136 x 576 over 4 images ran 1.4x faster packed,
+/// alone and in cache 4% slower), and not when its rows are a multiple of
+/// 4 KiB apart (a panel's rows then share one L1 set and evict each other:
+/// 64 x 1024 x 1024 ran 22% faster packed).
 inline bool readsBInPlace(const Problem<float>& p) {
-  return p.b.cs == 1 && p.n % kNR == 0 && (p.m <= 64 || p.k <= 64);
+  if (p.b.cs != 1 || p.n % kNR != 0) return false;
+  if (p.k <= 64) return true;
+  return p.m <= 64 && p.b.rs % 1024 != 0 && p.k * p.n <= (int64_t{2} << 20) / 4;
 }
 
 /// C = beta * C (K == 0 or alpha == 0: A and B are not read, as in BLAS).
@@ -111,29 +138,58 @@ void scaleC(const Problem<T>& p) {
     }
 }
 
-inline void runBlocked(const Problem<float>& p, Scratch& s) {
+/// A batch of fp32 products sharing A: C[b] = alpha * A @ B[b] + beta * C[b]
+/// for b < count, B[b] and C[b] b_stride and c_stride elements after B and
+/// C of p (count 1: p alone).
+struct SharedABatch {
+  int64_t count = 1, b_stride = 0, c_stride = 0;
+};
+
+/// How many products of a batch sharing A have their B panels packed side
+/// by side, so that each A block is packed once for all of them (a
+/// convolution's kernel is shared by the images of its batch; at 512 x 49
+/// x 4608 packing that kernel again for every image was a fifth of the
+/// time): as many as fit half of a 2 MiB L2, where the macro-kernels find
+/// them (at least one).
+inline int64_t imagesPerBPanel(int64_t kc_max, int64_t nc_max, int64_t count) {
+  constexpr int64_t kSharedBFloats = (int64_t{1} << 20) / 4;
+  return std::max<int64_t>(1, std::min(count, kSharedBFloats / (kc_max * nc_max)));
+}
+
+inline void runBlocked(const Problem<float>& p, Scratch& s, SharedABatch batch = {}) {
   const bool in_place = readsBInPlace(p);
   const int64_t nc_max = std::min(kNC, roundUp(p.n, kNR));
   const int64_t kc_max = std::min(kKC, p.k);
   const int64_t mc_max = std::min(kMC, roundUp(p.m, kMR));
-  float* bp = s.b.get(kc_max * nc_max);
+  const int64_t images = imagesPerBPanel(kc_max, nc_max, batch.count);
+  const int64_t panel_floats = kc_max * nc_max;
+  float* bp = s.b.get(images * panel_floats);
   float* ap = s.a.get(mc_max * kc_max);
-  for (int64_t jc = 0; jc < p.n; jc += kNC) {
-    int64_t nc = std::min(kNC, p.n - jc);
-    for (int64_t pc = 0; pc < p.k; pc += kKC) {
-      int64_t kc = std::min(kKC, p.k - pc);
-      BPanels panels = BPanels::packed(bp, kc);
-      if (in_place) {
-        panels = BPanels{&p.b.at(pc, jc), 1, p.b.rs};
-      } else {
-        packB(View<float>{&p.b.at(pc, jc), p.b.rs, p.b.cs}, kc, nc, bp);
-      }
-      float beta = pc == 0 ? p.beta : 1.0f;
-      for (int64_t ic = 0; ic < p.m; ic += kMC) {
-        int64_t mc = std::min(kMC, p.m - ic);
-        packA(View<float>{&p.a.at(ic, pc), p.a.rs, p.a.cs}, mc, kc, ap);
-        macroKernel(mc, nc, kc, ap, panels, p.c + ic * p.rsc + jc * p.csc, p.rsc, p.csc,
-                    p.alpha, beta);
+  for (int64_t b0 = 0; b0 < batch.count; b0 += images) {
+    const int64_t nb = std::min(images, batch.count - b0);
+    auto b_of = [&](int64_t b) { return p.b.data + (b0 + b) * batch.b_stride; };
+    for (int64_t jc = 0; jc < p.n; jc += kNC) {
+      int64_t nc = std::min(kNC, p.n - jc);
+      for (int64_t pc = 0; pc < p.k; pc += kKC) {
+        int64_t kc = std::min(kKC, p.k - pc);
+        auto panels = [&](int64_t b) {
+          const View<float> bb{b_of(b), p.b.rs, p.b.cs};
+          return in_place ? BPanels{&bb.at(pc, jc), 1, p.b.rs}
+                          : BPanels::packed(bp + b * panel_floats, kc);
+        };
+        if (!in_place)
+          for (int64_t b = 0; b < nb; ++b)
+            packB(View<float>{&View<float>{b_of(b), p.b.rs, p.b.cs}.at(pc, jc), p.b.rs, p.b.cs},
+                  kc, nc, bp + b * panel_floats);
+        float beta = pc == 0 ? p.beta : 1.0f;
+        for (int64_t ic = 0; ic < p.m; ic += kMC) {
+          int64_t mc = std::min(kMC, p.m - ic);
+          packA(View<float>{&p.a.at(ic, pc), p.a.rs, p.a.cs}, mc, kc, ap);
+          for (int64_t b = 0; b < nb; ++b)
+            macroKernel(mc, nc, kc, ap, panels(b),
+                        p.c + (b0 + b) * batch.c_stride + ic * p.rsc + jc * p.csc, p.rsc, p.csc,
+                        p.alpha, beta);
+        }
       }
     }
   }

@@ -62,16 +62,22 @@ void gemmProgram(void* const* args, const maia_grid_t* grid) {
   Range rows = split(m, kMR, grid->num_programs[0], grid->program_id[0]);
   Range cols = split(n, kNR, grid->num_programs[1], grid->program_id[1]);
   Range mats = split(batch, 1, grid->num_programs[2], grid->program_id[2]);
-  for (int64_t i = mats.begin; i < mats.end; ++i) {
+  auto problem = [&](int64_t i) {
     const T* a0 = a.aligned + a.offset + i * a_batch_stride + rows.begin * a.strides[1];
     const T* b0 = b.aligned + b.offset + i * b_batch_stride + cols.begin * b.strides[2];
     T* c0 = c.aligned + c.offset + i * c.strides[0] + rows.begin * c.strides[1] +
             cols.begin * c.strides[2];
-    gemm(Problem<T>{rows.end - rows.begin, cols.end - cols.begin, k,
-                    View<T>{a0, a.strides[1], a.strides[2]},
-                    View<T>{b0, b.strides[1], b.strides[2]}, c0, c.strides[1], c.strides[2],
-                    alpha, beta});
-  }
+    return Problem<T>{rows.end - rows.begin, cols.end - cols.begin, k,
+                      View<T>{a0, a.strides[1], a.strides[2]},
+                      View<T>{b0, b.strides[1], b.strides[2]}, c0, c.strides[1], c.strides[2],
+                      alpha, beta};
+  };
+  if (mats.begin == mats.end) return;
+  // A convolution's kernel is one A for the images of the batch.
+  if (a_batch_stride == 0)
+    return gemmSharedA(problem(mats.begin),
+                       SharedABatch{mats.end - mats.begin, b_batch_stride, c.strides[0]});
+  for (int64_t i = mats.begin; i < mats.end; ++i) gemm(problem(i));
 }
 
 }  // namespace

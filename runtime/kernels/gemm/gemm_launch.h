@@ -24,13 +24,21 @@ inline void maia_gemm_grid(int64_t M, int64_t N, int64_t K, int64_t batch, int c
   grid[0] = 1;
   grid[1] = 1;
   grid[2] = batch < 1 ? 1 : batch;
-  if (cores <= 1) return;
+  if (cores <= 1) {
+    grid[2] = 1;  // one program: every matrix on the one core, sharing packed A
+    return;
+  }
   // Tiny problems (a few us of FMAs): handing work to a second core costs
   // more (~1 us) than it saves. K counts: a linear layer at batch 1 is
   // 1 x N, yet reads an N x K weight.
   if (M * N * (K < 1 ? 1 : K) * grid[2] < 64 * 64 * 64) return;
-  // Enough whole matrices to balance the cores: split the batch only.
-  if (grid[2] % cores == 0 || grid[2] >= 8 * cores) return;
+  // Enough whole matrices to balance the cores: split the batch only, one
+  // program per core (a program with several matrices sharing A, such as
+  // a convolution's images, packs each block of A once for all of them).
+  if (grid[2] % cores == 0 || grid[2] >= 8 * cores) {
+    grid[2] = cores;
+    return;
+  }
   // Otherwise split every matrix into `cores` blocks along its longer side
   // (counted in micro-tiles: 14 rows x 32 columns with AVX-512), so batch *
   // cores programs of equal work.

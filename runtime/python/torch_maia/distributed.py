@@ -98,6 +98,30 @@ def _host(dist_options) -> str:
     return f"emulated-host-{rank // int(emulate)}"
 
 
+def monitored_barrier(group=None, timeout=None, wait_all_ranks: bool = False) -> None:
+    """``torch.distributed.monitored_barrier`` for a process group with
+    maia's backend: blocks the host until every rank of ``group`` (default:
+    the world) has called it; rank 0 raises ``DistBackendError`` naming the
+    first rank that did not within ``timeout`` (a ``timedelta``; default: the
+    group's timeout), or every such rank with ``wait_all_ranks``, and the
+    other ranks raise with rank 0's report. It synchronizes hosts, not
+    devices (``barrier()`` orders the devices' streams too).
+
+    torch 2.13's ``dist.monitored_barrier`` refuses every group whose backend
+    is not exactly ``gloo`` (a check in Python, before any backend is asked),
+    so this calls the maia backend's ``monitoredBarrier`` directly."""
+    import torch.distributed as dist
+
+    group = group or dist.distributed_c10d._get_default_group()
+    if dist.distributed_c10d._rank_not_in_group(group):
+        return
+    backend = group._get_backend(torch.device(BACKEND_NAME))
+    if timeout is None:
+        backend.monitored_barrier(wait_all_ranks=wait_all_ranks)
+    else:
+        backend.monitored_barrier(timeout, wait_all_ranks=wait_all_ranks)
+
+
 def register() -> None:
     """Registers the backend with torch.distributed (once; nothing if torch
     was built without distributed support)."""

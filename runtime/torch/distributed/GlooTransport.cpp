@@ -30,6 +30,17 @@ std::string LaunchStatus::message() const {
   return message_;
 }
 
+void LaunchStatus::setWaitingFor(std::string what) {
+  if (parent_) parent_->setWaitingFor(what);  // a sub-launch's (between hosts)
+  std::lock_guard<std::mutex> lock(mutex_);
+  waiting_for_ = std::move(what);
+}
+
+std::string LaunchStatus::waitingFor() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return waiting_for_;
+}
+
 std::string describeReduction(const char* collective, int64_t numel, at::ScalarType dtype,
                               c10d::ReduceOp::RedOpType op) {
   static const char* const names[] = {"SUM", "AVG", "PRODUCT", "MIN", "MAX",
@@ -61,8 +72,6 @@ void failExchange(LaunchStatus& status, const std::string& label, const std::str
 
 namespace {
 
-using ExchangeStep = std::function<c10::intrusive_ptr<c10d::Work>()>;
-
 /// What the host function on the communication stream runs: the launch's
 /// Gloo operations, all issued before any is waited for (a batch of sends
 /// and receives must be posted together or two ranks could wait on each
@@ -75,6 +84,8 @@ struct Exchange {
   std::vector<std::function<void()>> on_exchanged;
   std::shared_ptr<LaunchStatus> status;
   std::string label;
+  /// For the signature check: the shortest timeout of the steps (each step
+  /// waits with its own).
   std::chrono::milliseconds timeout;
 };
 
@@ -87,6 +98,12 @@ std::string describe(const std::exception& error) {
 void fail(const Exchange& exchange, const std::string& cause) {
   failExchange(*exchange.status, exchange.label, cause);
 }
+
+/// How long to wait for a Gloo collective that ends at timeout itself: a
+/// wait that gave up first would leave the operation running on buffers the
+/// stream then releases, and report "Operation timed out!" instead of
+/// Gloo's own error; the margin only guards against a Gloo that never ends.
+std::chrono::milliseconds backstop(std::chrono::milliseconds timeout) { return 2 * timeout; }
 
 /// Bytes of a signature the ranks compare (longer ones are compared by
 /// their first bytes and their length).
@@ -103,7 +120,9 @@ std::string disagreement(const Exchange& exchange) {
   tagged.resize(kSignatureBytes, '\0');
   at::Tensor in = at::from_blob(tagged.data(), {kSignatureBytes}, at::kByte);
   at::Tensor all = at::empty({size * kSignatureBytes}, at::kByte);
-  gloo->_allgather_base(all, in)->wait(exchange.timeout);
+  c10d::AllgatherOptions options;
+  options.timeout = exchange.timeout;
+  gloo->_allgather_base(all, in, options)->wait(backstop(exchange.timeout));
   const char* base = static_cast<const char*>(all.data_ptr());
   for (int peer = 0; peer < size; ++peer) {
     const char* theirs = base + peer * kSignatureBytes;
@@ -117,15 +136,22 @@ std::string disagreement(const Exchange& exchange) {
 
 void runExchange(void* user_data) {
   std::unique_ptr<Exchange> exchange(static_cast<Exchange*>(user_data));
+  LaunchStatus& status = *exchange->status;
   try {
     if (!exchange->signature.empty()) {
+      status.setWaitingFor("the other ranks to reach the same collective (through Gloo)");
       std::string cause = disagreement(*exchange);
       if (!cause.empty()) return fail(*exchange, cause);
     }
+    status.setWaitingFor("the other ranks to complete the exchange (through Gloo)");
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
     works.reserve(exchange->steps.size());
-    for (auto& step : exchange->steps) works.push_back(step());
-    for (auto& work : works) work->wait(exchange->timeout);
+    for (auto& step : exchange->steps) works.push_back(step.issue(step.timeout));
+    for (size_t i = 0; i < works.size(); ++i) {
+      const ExchangeStep& step = exchange->steps[i];
+      works[i]->wait(step.ends_at_timeout ? backstop(step.timeout) : step.timeout);
+    }
+    status.setWaitingFor("");
     for (auto& done : exchange->on_exchanged) done();
   } catch (const std::exception& error) {
     fail(*exchange, describe(error));
@@ -180,10 +206,11 @@ void GlooTransport::allreduce(Launch& launch, const at::Tensor& buffer,
   if (buffer.numel() == 0) return;
   sign(launch, describeReduction("allreduce", buffer.numel(), buffer.scalar_type(), op));
   at::Tensor host = stage(launch, buffer, true);
-  launch.steps.push_back([gloo = gloo_, host, op] {
+  addStep(launch, [gloo = gloo_, host, op](std::chrono::milliseconds timeout) {
     std::vector<at::Tensor> tensors{host};
     c10d::AllreduceOptions options;
     options.reduceOp = c10d::ReduceOp(op);
+    options.timeout = timeout;
     return gloo->allreduce(tensors, options);
   });
   upload(launch, host, buffer);
@@ -194,10 +221,11 @@ void GlooTransport::broadcast(Launch& launch, const at::Tensor& buffer, int root
   sign(launch,
        c10::str("broadcast of ", buffer.numel(), " ", buffer.scalar_type(), " from ", root));
   at::Tensor host = stage(launch, buffer, rank() == root);
-  launch.steps.push_back([gloo = gloo_, host, root] {
+  addStep(launch, [gloo = gloo_, host, root](std::chrono::milliseconds timeout) {
     std::vector<at::Tensor> tensors{bytesOf(host)};
     c10d::BroadcastOptions options;
     options.rootRank = root;
+    options.timeout = timeout;
     return gloo->broadcast(tensors, options);
   });
   if (rank() != root) upload(launch, host, buffer);
@@ -209,11 +237,12 @@ void GlooTransport::reduce(Launch& launch, const at::Tensor& buffer, int root,
   sign(launch, describeReduction("reduce", buffer.numel(), buffer.scalar_type(), op) +
                    c10::str(" to ", root));
   at::Tensor host = stage(launch, buffer, true);
-  launch.steps.push_back([gloo = gloo_, host, root, op] {
+  addStep(launch, [gloo = gloo_, host, root, op](std::chrono::milliseconds timeout) {
     std::vector<at::Tensor> tensors{host};
     c10d::ReduceOptions options;
     options.rootRank = root;
     options.reduceOp = c10d::ReduceOp(op);
+    options.timeout = timeout;
     return gloo->reduce(tensors, options);
   });
   if (rank() == root) upload(launch, host, buffer);
@@ -224,9 +253,11 @@ void GlooTransport::allgather(Launch& launch, const at::Tensor& input, const at:
   sign(launch, c10::str("allgather of ", input.numel(), " ", input.scalar_type(), " per rank"));
   at::Tensor host_in = stage(launch, input, true);
   at::Tensor host_out = stage(launch, output, false);
-  launch.steps.push_back([gloo = gloo_, host_in, host_out] {
+  addStep(launch, [gloo = gloo_, host_in, host_out](std::chrono::milliseconds timeout) {
     at::Tensor in = bytesOf(host_in), out = bytesOf(host_out);
-    return gloo->_allgather_base(out, in);
+    c10d::AllgatherOptions options;
+    options.timeout = timeout;
+    return gloo->_allgather_base(out, in, options);
   });
   upload(launch, host_out, output);
 }
@@ -237,12 +268,14 @@ void GlooTransport::gather(Launch& launch, const at::Tensor& input, const at::Te
   sign(launch, c10::str("gather of ", input.numel(), " ", input.scalar_type(), " to ", root));
   at::Tensor host_in = stage(launch, input, true);
   at::Tensor host_out = rank() == root ? stage(launch, output, false) : at::Tensor();
-  launch.steps.push_back([gloo = gloo_, host_in, host_out, root, size = size()] {
+  addStep(launch, [gloo = gloo_, host_in, host_out, root,
+                    size = size()](std::chrono::milliseconds timeout) {
     std::vector<at::Tensor> inputs{bytesOf(host_in)};
     std::vector<std::vector<at::Tensor>> outputs;
     if (host_out.defined()) outputs.push_back(bytesOf(host_out).chunk(size));
     c10d::GatherOptions options;
     options.rootRank = root;
+    options.timeout = timeout;
     return gloo->gather(outputs, inputs, options);
   });
   if (rank() == root) upload(launch, host_out, output);
@@ -254,12 +287,14 @@ void GlooTransport::scatter(Launch& launch, const at::Tensor& input, const at::T
   sign(launch, c10::str("scatter of ", output.numel(), " ", output.scalar_type(), " from ", root));
   at::Tensor host_in = rank() == root ? stage(launch, input, true) : at::Tensor();
   at::Tensor host_out = stage(launch, output, false);
-  launch.steps.push_back([gloo = gloo_, host_in, host_out, root, size = size()] {
+  addStep(launch, [gloo = gloo_, host_in, host_out, root,
+                    size = size()](std::chrono::milliseconds timeout) {
     std::vector<at::Tensor> outputs{bytesOf(host_out)};
     std::vector<std::vector<at::Tensor>> inputs;
     if (host_in.defined()) inputs.push_back(bytesOf(host_in).chunk(size));
     c10d::ScatterOptions options;
     options.rootRank = root;
+    options.timeout = timeout;
     return gloo->scatter(outputs, inputs, options);
   });
   upload(launch, host_out, output);
@@ -272,10 +307,11 @@ void GlooTransport::reduceScatter(Launch& launch, const at::Tensor& input,
                    " per rank");
   at::Tensor host_in = stage(launch, input, true);
   at::Tensor host_out = stage(launch, output, false);
-  launch.steps.push_back([gloo = gloo_, host_in, host_out, op] {
+  addStep(launch, [gloo = gloo_, host_in, host_out, op](std::chrono::milliseconds timeout) {
     at::Tensor in = host_in, out = host_out;
     c10d::ReduceScatterOptions options;
     options.reduceOp = c10d::ReduceOp(op);
+    options.timeout = timeout;
     return gloo->_reduce_scatter_base(out, in, options);
   });
   upload(launch, host_out, output);
@@ -289,10 +325,13 @@ void GlooTransport::alltoall(Launch& launch, const at::Tensor& input, const at::
   sign(launch, c10::str("alltoall of ", input.scalar_type()));
   at::Tensor host_in = stage(launch, input, true);
   at::Tensor host_out = stage(launch, output, false);
-  launch.steps.push_back([gloo = gloo_, host_in, host_out, in_splits = std::move(input_split_bytes),
-                          out_splits = std::move(output_split_bytes)]() mutable {
+  addStep(launch, [gloo = gloo_, host_in, host_out, in_splits = std::move(input_split_bytes),
+                   out_splits = std::move(output_split_bytes)](
+                      std::chrono::milliseconds timeout) mutable {
     at::Tensor in = bytesOf(host_in), out = bytesOf(host_out);
-    return gloo->alltoall_base(out, in, out_splits, in_splits);
+    c10d::AllToAllOptions options;
+    options.timeout = timeout;
+    return gloo->alltoall_base(out, in, out_splits, in_splits, options);
   });
   upload(launch, host_out, output);
 }
@@ -301,20 +340,20 @@ void GlooTransport::send(Launch& launch, const at::Tensor& buffer, int peer, int
   launch.point_to_point = true;
   if (buffer.numel() == 0) return;
   at::Tensor host = stage(launch, buffer, true);
-  launch.steps.push_back([gloo = gloo_, host, peer, tag] {
+  addStep(launch, [gloo = gloo_, host, peer, tag](std::chrono::milliseconds) {
     std::vector<at::Tensor> tensors{bytesOf(host)};
     return gloo->send(tensors, peer, tag);
-  });
+  }, /*ends_at_timeout=*/false);
 }
 
 void GlooTransport::recv(Launch& launch, const at::Tensor& buffer, int peer, int tag) {
   launch.point_to_point = true;
   if (buffer.numel() == 0) return;
   at::Tensor host = stage(launch, buffer, false);
-  launch.steps.push_back([gloo = gloo_, host, peer, tag] {
+  addStep(launch, [gloo = gloo_, host, peer, tag](std::chrono::milliseconds) {
     std::vector<at::Tensor> tensors{bytesOf(host)};
     return gloo->recv(tensors, peer, tag);
-  });
+  }, /*ends_at_timeout=*/false);
   upload(launch, host, buffer);
 }
 
@@ -324,18 +363,22 @@ void GlooTransport::recvAnysource(Launch& launch, const at::Tensor& buffer, int 
   TORCH_CHECK(buffer.numel() > 0, "maia c10d: recv from any source needs a non-empty tensor");
   at::Tensor host = stage(launch, buffer, false);
   auto work = std::make_shared<c10::intrusive_ptr<c10d::Work>>();
-  launch.steps.push_back([gloo = gloo_, host, tag, work] {
+  addStep(launch, [gloo = gloo_, host, tag, work](std::chrono::milliseconds) {
     std::vector<at::Tensor> tensors{bytesOf(host)};
     *work = gloo->recvAnysource(tensors, tag);
     return *work;
-  });
+  }, /*ends_at_timeout=*/false);
   launch.on_exchanged.push_back([work, source] { source->store((*work)->sourceRank()); });
   upload(launch, host, buffer);
 }
 
 void GlooTransport::barrier(Launch& launch) {
   sign(launch, "barrier");
-  launch.steps.push_back([gloo = gloo_] { return gloo->barrier(); });
+  addStep(launch, [gloo = gloo_](std::chrono::milliseconds timeout) {
+    c10d::BarrierOptions options;
+    options.timeout = timeout;
+    return gloo->barrier(options);
+  });
 }
 
 void GlooTransport::exchange(Launch& launch) {
@@ -348,7 +391,10 @@ void GlooTransport::exchange(Launch& launch) {
   exchange->on_exchanged = std::move(launch.on_exchanged);
   exchange->status = launch.status;
   exchange->label = launch.label;
-  exchange->timeout = launch.timeout;
+  exchange->timeout = std::min_element(exchange->steps.begin(), exchange->steps.end(),
+                                       [](const ExchangeStep& a, const ExchangeStep& b) {
+                                         return a.timeout < b.timeout;
+                                       })->timeout;
   MAIA_CHECK(maiaLaunchHostFuncNamed(driverStream(launch.stream), &runExchange, exchange.get(),
                                      exchange->label.c_str()));
   exchange.release();  // runExchange owns it now
@@ -356,6 +402,13 @@ void GlooTransport::exchange(Launch& launch) {
   launch.on_exchanged.clear();
   launch.signature.clear();
   launch.point_to_point = false;
+}
+
+void GlooTransport::addStep(
+    Launch& launch,
+    std::function<c10::intrusive_ptr<c10d::Work>(std::chrono::milliseconds)> issue,
+    bool ends_at_timeout) {
+  launch.steps.push_back(ExchangeStep{std::move(issue), launch.timeout, ends_at_timeout});
 }
 
 void GlooTransport::sign(Launch& launch, const std::string& step) {

@@ -45,6 +45,12 @@ class GlooTransport final : public Transport {
   void exchange(Launch& launch) override;
 
  private:
+  /// Adds a Gloo operation to the launch, issued with the timeout of the
+  /// call adding it (launch.timeout now); see ExchangeStep::ends_at_timeout.
+  static void addStep(
+      Launch& launch,
+      std::function<c10::intrusive_ptr<c10d::Work>(std::chrono::milliseconds)> issue,
+      bool ends_at_timeout = true);
   /// Adds step to what the ranks compare before the launch's exchange.
   static void sign(Launch& launch, const std::string& step);
   int rank() const { return gloo_->getRank(); }

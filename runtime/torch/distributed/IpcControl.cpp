@@ -153,7 +153,7 @@ std::string IpcControl::failure(const std::string& cause) {
 }
 
 std::string IpcControl::arriveAndWait(uint64_t epoch, const std::string& step,
-                                      std::chrono::milliseconds timeout) {
+                                      const WaitLimit& limit) {
   Block& block = *block_;
   Arrival* arrivals = block.arrivals();
   const int ring = static_cast<int>(epoch % kStepRing);
@@ -191,7 +191,7 @@ std::string IpcControl::arriveAndWait(uint64_t epoch, const std::string& step,
         waiting += (waiting.empty() ? "" : ", ") + std::to_string(group_ranks_[p]);
     return c10::str("rank(s) ", waiting, " to reach the same step");
   };
-  std::string cause = waitUntil([&] { return missing() < 0; }, waiting_for, timeout);
+  std::string cause = waitUntil([&] { return missing() < 0; }, waiting_for, limit);
   return cause.empty() ? compare() : cause;
 }
 
@@ -209,7 +209,7 @@ void IpcControl::ringBell() {
 
 std::string IpcControl::waitUntil(const std::function<bool()>& ready,
                                   const std::function<std::string()>& waiting_for,
-                                  std::chrono::milliseconds timeout) {
+                                  const WaitLimit& limit) {
   Block& block = *block_;
   auto start = std::chrono::steady_clock::now();
   for (int i = 0;; ++i) {
@@ -217,23 +217,37 @@ std::string IpcControl::waitUntil(const std::function<bool()>& ready,
     _mm_pause();
     if ((i & 63) == 63 && std::chrono::steady_clock::now() - start > kSpin) break;
   }
-  auto deadline = start + timeout;
+  LaunchStatus* launch = limit.launch.get();
+  auto deadline = start + limit.timeout;
+  std::string cause;
   while (true) {
     uint32_t bell = block.bell.load();
-    if (ready()) return "";
-    if (std::string cause = reportedFailure(); !cause.empty()) return cause;
-    int dead = exitedPeer();
-    if (dead >= 0)
-      return failure(c10::str("rank ", group_ranks_[dead], " (pid ", pids_[dead],
-                              ") exited during the collective"));
+    if (ready()) break;
+    if (cause = reportedFailure(); !cause.empty()) break;
+    if (int dead = exitedPeer(); dead >= 0) {
+      cause = failure(c10::str("rank ", group_ranks_[dead], " (pid ", pids_[dead],
+                               ") exited during the collective"));
+      break;
+    }
+    // The host gave up on the launch: the peers learn it from the block.
+    if (launch != nullptr && launch->failed()) {
+      cause = failure(c10::str("this rank gave up on the collective while waiting for ",
+                               waiting_for()));
+      break;
+    }
     auto now = std::chrono::steady_clock::now();
-    if (now >= deadline)
-      return failure(c10::str("timed out after ", timeout.count(), " ms waiting for ",
-                              waiting_for()));
+    if (now >= deadline) {
+      cause = failure(c10::str("timed out after ", limit.timeout.count(), " ms waiting for ",
+                               waiting_for()));
+      break;
+    }
+    if (launch != nullptr) launch->setWaitingFor(waiting_for());
     block.sleepers.fetch_add(1);
     futexWait(&block.bell, bell, std::min<std::chrono::nanoseconds>(kSlice, deadline - now));
     block.sleepers.fetch_sub(1);
   }
+  if (launch != nullptr) launch->setWaitingFor("");
+  return cause;
 }
 
 IpcControl::Pair& IpcControl::pair(int from, int to) const {
@@ -252,13 +266,13 @@ const char* kindName(int32_t kind) {
 
 }  // namespace
 
-std::string IpcControl::waitSlotFree(int to, uint64_t piece, std::chrono::milliseconds timeout) {
+std::string IpcControl::waitSlotFree(int to, uint64_t piece, const WaitLimit& limit) {
   if (piece <= 2) return "";
   Pair& channel = pair(rank_, to);
   return waitUntil(
       [&] { return channel.consumed.load(std::memory_order_acquire) + 2 >= piece; },
       [&] { return c10::str("rank ", group_ranks_[to], " to receive what this rank sends it"); },
-      timeout);
+      limit);
 }
 
 void IpcControl::publish(int to, uint64_t piece, const PieceHeader& header) {
@@ -269,7 +283,7 @@ void IpcControl::publish(int to, uint64_t piece, const PieceHeader& header) {
 }
 
 std::string IpcControl::waitPublished(int from, uint64_t piece, const PieceHeader& expected,
-                                      std::chrono::milliseconds timeout) {
+                                      const WaitLimit& limit) {
   Pair& channel = pair(from, rank_);
   std::string cause = waitUntil(
       [&] { return channel.published.load(std::memory_order_acquire) >= piece; },
@@ -277,7 +291,7 @@ std::string IpcControl::waitPublished(int from, uint64_t piece, const PieceHeade
         return c10::str("rank ", group_ranks_[from], " to send ", expected.message_bytes,
                         " bytes (tag ", expected.tag, ", ", kindName(expected.kind), ")");
       },
-      timeout);
+      limit);
   if (!cause.empty()) return cause;
   const PieceHeader got = channel.header[piece % 2];
   if (got.message_bytes == expected.message_bytes && got.tag == expected.tag &&
@@ -296,7 +310,7 @@ void IpcControl::consume(int from, uint64_t piece) {
 }
 
 int IpcControl::waitAnySender(const std::vector<uint64_t>& next, int32_t tag,
-                              std::chrono::milliseconds timeout, std::string* cause) {
+                              const WaitLimit& limit, std::string* cause) {
   int sender = -1;
   auto ready = [&] {
     for (int p = 0; p < size_; ++p) {
@@ -311,8 +325,7 @@ int IpcControl::waitAnySender(const std::vector<uint64_t>& next, int32_t tag,
     }
     return false;
   };
-  *cause = waitUntil(ready, [&] { return c10::str("any rank to send with tag ", tag); },
-                     timeout);
+  *cause = waitUntil(ready, [&] { return c10::str("any rank to send with tag ", tag); }, limit);
   return sender;
 }
 

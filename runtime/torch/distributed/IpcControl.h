@@ -10,8 +10,11 @@
 // POSIX shared-memory block and waits, spinning briefly then on a futex,
 // until every rank's stream has. Its wait ends with an error, never a hang:
 // a peer process that exited (seen through its pidfd), a peer that reported
-// a failure, or the group's timeout.
+// a failure, the call's timeout (the group's unless the call gave its own),
+// or this rank's host giving up on the launch (Work.wait(timeout) expired).
 #pragma once
+
+#include "Transport.h"
 
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
@@ -40,6 +43,15 @@ class IpcControl {
   int rank() const { return rank_; }
   int size() const { return size_; }
 
+  /// What bounds a wait: timeout from the wait's start, and the launch it
+  /// belongs to (may be null): its failure on this rank (the host gave up in
+  /// Work.wait(timeout)) ends the wait at once and fails the peers' waits
+  /// too; while the wait sleeps, the launch says whom it waits for.
+  struct WaitLimit {
+    std::chrono::milliseconds timeout;
+    std::shared_ptr<LaunchStatus> launch;
+  };
+
   /// What a piece of a point-to-point message carries besides its data, so
   /// that a receive matched with the wrong send fails instead of mixing data.
   struct PieceHeader {
@@ -54,24 +66,23 @@ class IpcControl {
   /// piece n once piece n - 2 is consumed. These run on driver cores, as
   /// host functions of the communication stream, and return "" or why they
   /// failed (a peer exited, failed, timed out, or sent another message).
-  std::string waitSlotFree(int to, uint64_t piece, std::chrono::milliseconds timeout);
+  std::string waitSlotFree(int to, uint64_t piece, const WaitLimit& limit);
   void publish(int to, uint64_t piece, const PieceHeader& header);
   std::string waitPublished(int from, uint64_t piece, const PieceHeader& expected,
-                            std::chrono::milliseconds timeout);
+                            const WaitLimit& limit);
   void consume(int from, uint64_t piece);
   /// On the host, for a receive from any rank: the first peer p whose piece
   /// next[p] is published with tag (the start of a send this rank has not
   /// queued a receive for), or -1 with *cause set.
-  int waitAnySender(const std::vector<uint64_t>& next, int32_t tag,
-                    std::chrono::milliseconds timeout, std::string* cause);
+  int waitAnySender(const std::vector<uint64_t>& next, int32_t tag, const WaitLimit& limit,
+                    std::string* cause);
 
   /// Runs on a driver core: marks this rank arrived at epoch, running step
   /// (what the step moves, e.g. "allreduce of 100 Float"), and waits until
   /// every rank has. Returns "" on success, else why it failed: a peer
   /// exited, timed out, failed, or runs another step (then every other
   /// rank's wait fails at once too).
-  std::string arriveAndWait(uint64_t epoch, const std::string& step,
-                            std::chrono::milliseconds timeout);
+  std::string arriveAndWait(uint64_t epoch, const std::string& step, const WaitLimit& limit);
 
  private:
   struct Block;
@@ -81,10 +92,11 @@ class IpcControl {
   /// Why the group failed, if a rank reported a failed step ("" if none).
   std::string reportedFailure() const;
   /// Spins, then sleeps on the bell, until ready() (returns ""), a peer
-  /// failed or exited, or timeout (then the cause names waiting_for()).
+  /// failed or exited, the launch failed on this rank, or the timeout (then
+  /// the cause names waiting_for()).
   std::string waitUntil(const std::function<bool()>& ready,
                         const std::function<std::string()>& waiting_for,
-                        std::chrono::milliseconds timeout);
+                        const WaitLimit& limit);
   void ringBell();
   /// The first peer process that has exited, or -1.
   int exitedPeer() const;

@@ -62,6 +62,11 @@ void runHostStep(void* user_data) {
   if (!cause.empty()) failExchange(*step->status, step->label, cause);
 }
 
+/// How the steps a call adds now wait for their peers.
+IpcControl::WaitLimit waitLimit(const Launch& launch) {
+  return IpcControl::WaitLimit{launch.timeout, launch.status};
+}
+
 /// [begin, end) of chunk index of a piece of n elements split over size ranks.
 std::pair<int64_t, int64_t> chunkOf(int64_t n, int size, int index) {
   return {n * index / size, n * (index + 1) / size};
@@ -119,8 +124,8 @@ void IpcTransport::hostStep(Launch& launch, const std::string& what,
 }
 
 void IpcTransport::sync(Launch& launch, const std::string& what) {
-  hostStep(launch, what, [control = control_, epoch = ++epoch_, what, timeout = launch.timeout] {
-    return control->arriveAndWait(epoch, what, timeout);
+  hostStep(launch, what, [control = control_, epoch = ++epoch_, what, limit = waitLimit(launch)] {
+    return control->arriveAndWait(epoch, what, limit);
   });
 }
 
@@ -348,8 +353,8 @@ void IpcTransport::alltoall(Launch& launch, const at::Tensor& input, const at::T
         copy(launch, from, to);
         continue;
       }
-      queueMessage(true, p, to, 0, IpcControl::kAllToAll);
-      queueMessage(false, p, from, 0, IpcControl::kAllToAll);
+      queueMessage(launch, true, p, to, 0, IpcControl::kAllToAll);
+      queueMessage(launch, false, p, from, 0, IpcControl::kAllToAll);
     }
     return;
   }
@@ -380,23 +385,24 @@ at::Tensor IpcTransport::channelView(int owner, int peer, int slot, int64_t byte
                                                                    device_));
 }
 
-void IpcTransport::queueMessage(bool send, int peer, const at::Tensor& buffer, int tag,
-                                int32_t kind) {
+void IpcTransport::queueMessage(const Launch& launch, bool send, int peer,
+                                const at::Tensor& buffer, int tag, int32_t kind) {
   TORCH_CHECK(peer >= 0 && peer < size_ && peer != rank_, "maia c10d: ",
               send ? "send to" : "receive from", " rank ", peer, " in a group of ", size_,
               " (this rank is ", rank_, ")");
   const at::Tensor bytes = buffer.view(at::kByte).reshape({-1});
   messages_.push_back(Message{send, peer, bytes,
                               IpcControl::PieceHeader{bytes.numel(), static_cast<int32_t>(tag),
-                                                      kind}});
+                                                      kind},
+                              launch.timeout});
 }
 
 void IpcTransport::send(Launch& launch, const at::Tensor& buffer, int peer, int tag) {
-  queueMessage(true, peer, buffer, tag, IpcControl::kSendRecv);
+  queueMessage(launch, true, peer, buffer, tag, IpcControl::kSendRecv);
 }
 
 void IpcTransport::recv(Launch& launch, const at::Tensor& buffer, int peer, int tag) {
-  queueMessage(false, peer, buffer, tag, IpcControl::kSendRecv);
+  queueMessage(launch, false, peer, buffer, tag, IpcControl::kSendRecv);
 }
 
 void IpcTransport::recvAnysource(Launch& launch, const at::Tensor& buffer, int tag,
@@ -407,7 +413,7 @@ void IpcTransport::recvAnysource(Launch& launch, const at::Tensor& buffer, int t
     if (!message.send) next[message.peer] += piecesOf(message);
   for (auto& piece : next) ++piece;
   std::string cause;
-  const int peer = control_->waitAnySender(next, tag, launch.timeout, &cause);
+  const int peer = control_->waitAnySender(next, tag, waitLimit(launch), &cause);
   TORCH_CHECK(peer >= 0, launch.label, ": ", cause);
   source->store(peer);
   recv(launch, buffer, peer, tag);
@@ -431,16 +437,16 @@ void IpcTransport::movePiece(Launch& launch, const Message& message, int64_t ind
                                     message.send ? " bytes to " : " bytes from ", peer);
   const auto control = control_;
   const auto header = message.header;
-  const auto timeout = launch.timeout;
+  const IpcControl::WaitLimit limit{message.timeout, launch.status};
   if (message.send) {
-    hostStep(launch, what, [=] { return control->waitSlotFree(peer, piece, timeout); });
+    hostStep(launch, what, [=] { return control->waitSlotFree(peer, piece, limit); });
     copy(launch, channelView(rank_, peer, slot, bytes), data);
     hostStep(launch, what, [=] {
       control->publish(peer, piece, header);
       return std::string();
     });
   } else {
-    hostStep(launch, what, [=] { return control->waitPublished(peer, piece, header, timeout); });
+    hostStep(launch, what, [=] { return control->waitPublished(peer, piece, header, limit); });
     copy(launch, data, channelView(peer, rank_, slot, bytes));
     hostStep(launch, what, [=] {
       control->consume(peer, piece);

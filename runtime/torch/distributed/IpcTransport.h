@@ -84,12 +84,14 @@ class IpcTransport final : public Transport {
   void exchange(Launch& launch) override;
 
  private:
-  /// A point-to-point message waiting for exchange(): bytes to or from peer.
+  /// A point-to-point message waiting for exchange(): bytes to or from peer,
+  /// waiting for it at most timeout (its call's) per piece.
   struct Message {
     bool send;
     int peer;
     at::Tensor bytes;
     IpcControl::PieceHeader header;
+    std::chrono::milliseconds timeout;
   };
   /// Enqueues a step barrier of the host's ranks on launch.stream; step
   /// says what it moves (every rank must be at the same one).
@@ -97,7 +99,8 @@ class IpcTransport final : public Transport {
   /// Enqueues body as a host function on launch.stream (skipped once the
   /// launch failed); a non-empty result fails the launch, named by what.
   void hostStep(Launch& launch, const std::string& what, std::function<std::string()> body);
-  void queueMessage(bool send, int peer, const at::Tensor& buffer, int tag, int32_t kind);
+  void queueMessage(const Launch& launch, bool send, int peer, const at::Tensor& buffer, int tag,
+                    int32_t kind);
   int64_t piecesOf(const Message& message) const;
   /// Enqueues piece index of message: for a send, wait for the slot, stage,
   /// publish; for a receive, wait for the piece, copy it out, consume.

@@ -15,6 +15,7 @@
 #include "MaiaCachingAllocator.h"
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
+#include "MonitoredBarrier.h"
 
 namespace torch_maia::distributed {
 namespace {
@@ -276,7 +277,14 @@ struct MaiaBackend::Pending {
 /// stream, makes it current while the call enqueues, and ends with the Work.
 class MaiaBackend::Call {
  public:
-  Call(MaiaBackend& backend, OpType op, c10::DeviceIndex device) : backend_(backend), op_(op) {
+  /// timeout: the call's own (its options'), or kUnsetTimeout for the group's.
+  Call(MaiaBackend& backend, OpType op, c10::DeviceIndex device,
+       std::chrono::milliseconds timeout = c10d::kUnsetTimeout)
+      : backend_(backend), op_(op) {
+    const bool own_timeout = timeout != c10d::kUnsetTimeout;
+    TORCH_CHECK(!own_timeout || timeout.count() > 0, "maia c10d: ", c10d::opTypeToString(op),
+                " got a timeout of ", timeout.count(),
+                " ms; give a positive one, or none for the process group's");
     backend.throwIfFailed(op);
     if (backend.coalescing_) {
       if (!backend.group_) backend.group_ = backend.newPending(OpType::COALESCED, device);
@@ -289,6 +297,13 @@ class MaiaBackend::Call {
       owned_ = backend.newPending(op, device);
       pending_ = owned_.get();
     }
+    if (own_timeout) {
+      // A coalescing group ends within the shortest timeout its calls gave.
+      LaunchEnd& end = *pending_->end;
+      end.timeout = end.call_timeout ? std::min(end.timeout, timeout) : timeout;
+      end.call_timeout = true;
+    }
+    pending_->launch.timeout = own_timeout ? timeout : backend.timeout_.load();
     orderAfterCaller(device, pending_->launch.stream);
     guard_.emplace(pending_->launch.stream);
   }
@@ -328,6 +343,7 @@ MaiaBackend::MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo,
                          c10::intrusive_ptr<c10d::Backend> leaders, c10::DeviceIndex device)
     : c10d::Backend(gloo->getRank(), gloo->getSize()),
       gloo_(gloo),
+      store_(store),
       gloo_transport_(std::move(gloo)),
       timeout_(timeout),
       group_name_(std::move(group_name)),
@@ -421,7 +437,7 @@ void MaiaBackend::setGroupUid(const std::string& pg_uid) {
 }
 
 c10::intrusive_ptr<c10d::Backend::Options> MaiaBackend::getBackendOptions() {
-  auto options = c10::make_intrusive<MaiaOptions>(timeout_);
+  auto options = c10::make_intrusive<MaiaOptions>(timeout_.load());
   options->group_name = group_name_;
   return options;
 }
@@ -447,9 +463,11 @@ std::unique_ptr<MaiaBackend::Pending> MaiaBackend::newPending(OpType op, c10::De
   launch.label = c10::str(c10d::opTypeToString(op), " (sequence number ", launch.seq,
                           ") of process group '", group_name_, "' on rank ", getRank(), " of ",
                           getSize());
-  launch.timeout = timeout_;
+  launch.timeout = timeout_.load();
   launch.status = std::make_shared<LaunchStatus>(group_status_);
   pending->end = std::make_shared<LaunchEnd>(device, launch.status);
+  pending->end->label = launch.label;
+  pending->end->timeout = launch.timeout;
   pending->transport = &transportFor(op, device);
   return pending;
 }
@@ -481,7 +499,7 @@ void MaiaBackend::throwIfFailed(OpType op) const {
 c10::intrusive_ptr<c10d::Work> MaiaBackend::broadcast(std::vector<at::Tensor>& tensors,
                                                       const c10d::BroadcastOptions& opts) {
   auto device = checkTensors({&tensors}, "broadcast");
-  Call call(*this, OpType::BROADCAST, device);
+  Call call(*this, OpType::BROADCAST, device, opts.timeout);
   call.keep(tensors);
   for (const auto& t : tensors) {
     bool root = getRank() == opts.rootRank;
@@ -492,12 +510,12 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::broadcast(std::vector<at::Tensor>& t
   return call.finish(tensors);
 }
 
-c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduceInPlace(std::vector<at::Tensor>& tensors,
-                                                             const ReduceOp& reduce_op,
-                                                             OpType op_type, const char* name) {
+c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduceInPlace(
+    std::vector<at::Tensor>& tensors, const ReduceOp& reduce_op, OpType op_type, const char* name,
+    std::chrono::milliseconds timeout) {
   auto device = checkTensors({&tensors}, name);
   auto ops = wireOps(tensors, reduce_op, name);
-  Call call(*this, op_type, device);
+  Call call(*this, op_type, device, timeout);
   for (size_t i = 0; i < tensors.size(); ++i) {
     const at::Tensor& t = tensors[i];
     at::Tensor flat = reductionInput(t, reduce_op, /*may_alias=*/true);
@@ -509,21 +527,21 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduceInPlace(std::vector<at::Ten
 
 c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduce(std::vector<at::Tensor>& tensors,
                                                       const c10d::AllreduceOptions& opts) {
-  return allreduceInPlace(tensors, opts.reduceOp, OpType::ALLREDUCE, "allreduce");
+  return allreduceInPlace(tensors, opts.reduceOp, OpType::ALLREDUCE, "allreduce", opts.timeout);
 }
 
 c10::intrusive_ptr<c10d::Work> MaiaBackend::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   // One launch: the exchanges of all tensors run in one host function.
   return allreduceInPlace(tensors, opts.reduceOp, OpType::ALLREDUCE_COALESCED,
-                          "allreduce_coalesced");
+                          "allreduce_coalesced", opts.timeout);
 }
 
 c10::intrusive_ptr<c10d::Work> MaiaBackend::reduce(std::vector<at::Tensor>& tensors,
                                                    const c10d::ReduceOptions& opts) {
   auto device = checkTensors({&tensors}, "reduce");
   auto ops = wireOps(tensors, opts.reduceOp, "reduce");
-  Call call(*this, OpType::REDUCE, device);
+  Call call(*this, OpType::REDUCE, device, opts.timeout);
   call.keep(tensors);
   bool root = getRank() == opts.rootRank;
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -539,7 +557,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::reduce(std::vector<at::Tensor>& tens
 
 c10::intrusive_ptr<c10d::Work> MaiaBackend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                       std::vector<at::Tensor>& inputs,
-                                                      const c10d::AllgatherOptions& /*opts*/) {
+                                                      const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(inputs.size() == 1 && outputs.size() == 1,
               "maia c10d: allgather takes one input tensor and one list of outputs");
   auto device = checkTensors({&inputs, &outputs[0]}, "allgather");
@@ -551,7 +569,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::allgather(std::vector<std::vector<at
     TORCH_CHECK(out.numel() == input.numel(), "maia c10d: allgather outputs must have the "
                 "input's ", input.numel(), " elements, got one of ", out.numel());
   }
-  Call call(*this, OpType::ALLGATHER, device);
+  Call call(*this, OpType::ALLGATHER, device, opts.timeout);
   call.keep(inputs);
   at::Tensor gathered = at::empty({input.numel() * getSize()}, input.options());
   call.transport().allgather(call.launch(), sendBuffer(input), gathered);
@@ -567,7 +585,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::_allgather_base(at::Tensor& output, 
   TORCH_CHECK(output.numel() == input.numel() * getSize(),
               "maia c10d: all_gather_into_tensor needs an output of ", getSize(), " x ",
               input.numel(), " elements, got ", output.numel());
-  Call call(*this, OpType::_ALLGATHER_BASE, device);
+  Call call(*this, OpType::_ALLGATHER_BASE, device, opts.timeout);
   call.keep(inputs);
   at::Tensor flat = recvBuffer(output);
   call.transport().allgather(call.launch(), sendBuffer(input), flat);
@@ -589,7 +607,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::allgather_coalesced(
     checkTensors({&list}, "allgather_coalesced", device);
     all_outputs.insert(all_outputs.end(), list.begin(), list.end());
   }
-  Call call(*this, OpType::ALLGATHER_COALESCED, device);
+  Call call(*this, OpType::ALLGATHER_COALESCED, device, opts.timeout);
   call.keep(inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     std::vector<at::Tensor> targets;
@@ -608,7 +626,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::allgather_coalesced(
 
 c10::intrusive_ptr<c10d::Work> MaiaBackend::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
-    const c10d::AllgatherOptions& /*opts*/) {
+    const c10d::AllgatherOptions& opts) {
   TORCH_CHECK(outputs.size() == inputs.size(), "maia c10d: allgather_into_tensor_coalesced "
               "needs as many outputs as inputs");
   auto device = checkTensors({&inputs, &outputs}, "allgather_into_tensor_coalesced");
@@ -618,7 +636,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::allgather_into_tensor_coalesced(
                 "maia c10d: allgather_into_tensor_coalesced output ", i, " needs ", getSize(),
                 " x ", inputs[i].numel(), " elements, got ", outputs[i].numel());
   }
-  Call call(*this, OpType::COALESCED, device);
+  Call call(*this, OpType::COALESCED, device, opts.timeout);
   call.keep(inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     at::Tensor flat = recvBuffer(outputs[i]);
@@ -650,7 +668,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::gather(std::vector<std::vector<at::T
     TORCH_CHECK(outputs.empty() || outputs[0].empty(),
                 "maia c10d: gather takes output tensors only on the root");
   }
-  Call call(*this, OpType::GATHER, device);
+  Call call(*this, OpType::GATHER, device, opts.timeout);
   call.keep(inputs);
   at::Tensor gathered =
       root ? at::empty({input.numel() * getSize()}, input.options()) : at::Tensor();
@@ -680,7 +698,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::scatter(std::vector<at::Tensor>& out
     TORCH_CHECK(inputs.empty() || inputs[0].empty(),
                 "maia c10d: scatter takes input tensors only on the root");
   }
-  Call call(*this, OpType::SCATTER, device);
+  Call call(*this, OpType::SCATTER, device, opts.timeout);
   if (root) call.keep(inputs[0]);
   at::Tensor source = root ? concat(inputs[0]) : at::Tensor();
   at::Tensor flat = recvBuffer(output);
@@ -704,7 +722,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::reduce_scatter(
                 "maia c10d: reduce_scatter inputs must have the output's size");
   }
   auto op = wireOp(opts.reduceOp, output.scalar_type(), "reduce_scatter");
-  Call call(*this, OpType::REDUCE_SCATTER, device);
+  Call call(*this, OpType::REDUCE_SCATTER, device, opts.timeout);
   call.keep(inputs[0]);
   at::Tensor source = reductionInput(concat(inputs[0]), opts.reduceOp, /*may_alias=*/true);
   at::Tensor flat = reductionOutput(output);
@@ -722,7 +740,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::_reduce_scatter_base(
               "maia c10d: reduce_scatter_tensor needs an input of ", getSize(), " x ",
               output.numel(), " elements, got ", input.numel());
   auto op = wireOp(opts.reduceOp, output.scalar_type(), "reduce_scatter_tensor");
-  Call call(*this, OpType::_REDUCE_SCATTER_BASE, device);
+  Call call(*this, OpType::_REDUCE_SCATTER_BASE, device, opts.timeout);
   call.keep(inputs);
   // The input is not the caller's to overwrite: the transport gets a copy
   // unless it is already in the wire dtype and contiguous (it only reads it).
@@ -748,7 +766,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::reduce_scatter_tensor_coalesced(
     ops.push_back(wireOp(opts.reduceOp, outputs[i].scalar_type(),
                          "reduce_scatter_tensor_coalesced"));
   }
-  Call call(*this, OpType::COALESCED, device);
+  Call call(*this, OpType::COALESCED, device, opts.timeout);
   call.keep(inputs);
   for (size_t i = 0; i < inputs.size(); ++i) {
     at::Tensor source = reductionInput(inputs[i], opts.reduceOp, /*may_alias=*/true);
@@ -797,7 +815,7 @@ std::vector<int64_t> splitBytes(const at::Tensor& t, const std::vector<int64_t>&
 c10::intrusive_ptr<c10d::Work> MaiaBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
                                                           std::vector<int64_t>& output_split_sizes,
                                                           std::vector<int64_t>& input_split_sizes,
-                                                          const c10d::AllToAllOptions& /*opts*/) {
+                                                          const c10d::AllToAllOptions& opts) {
   std::vector<at::Tensor> outputs{output}, inputs{input};
   auto device = checkTensors({&outputs, &inputs}, "all_to_all_single");
   checkSameDtype(input, output, "all_to_all_single");
@@ -812,7 +830,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::alltoall_base(at::Tensor& output, at
     in_bytes.clear();
     out_bytes.clear();
   }
-  Call call(*this, OpType::ALLTOALL_BASE, device);
+  Call call(*this, OpType::ALLTOALL_BASE, device, opts.timeout);
   call.keep(inputs);
   at::Tensor flat = recvBuffer(output);
   call.transport().alltoall(call.launch(), sendBuffer(input), flat, std::move(in_bytes),
@@ -823,7 +841,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::alltoall_base(at::Tensor& output, at
 
 c10::intrusive_ptr<c10d::Work> MaiaBackend::alltoall(std::vector<at::Tensor>& outputs,
                                                      std::vector<at::Tensor>& inputs,
-                                                     const c10d::AllToAllOptions& /*opts*/) {
+                                                     const c10d::AllToAllOptions& opts) {
   TORCH_CHECK(static_cast<int>(outputs.size()) == getSize() &&
                   static_cast<int>(inputs.size()) == getSize(),
               "maia c10d: all_to_all needs ", getSize(), " input and output tensors");
@@ -837,7 +855,7 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::alltoall(std::vector<at::Tensor>& ou
     out_bytes.push_back(static_cast<int64_t>(outputs[i].nbytes()));
     out_elements += outputs[i].numel();
   }
-  Call call(*this, OpType::ALLTOALL, device);
+  Call call(*this, OpType::ALLTOALL, device, opts.timeout);
   call.keep(inputs);
   at::Tensor source = concat(inputs);
   at::Tensor received = at::empty({out_elements}, outputs[0].options());
@@ -885,9 +903,30 @@ c10::intrusive_ptr<c10d::Work> MaiaBackend::barrier(const c10d::BarrierOptions& 
   if (opts.device && opts.device->type() == c10::DeviceType::PrivateUse1)
     device = opts.device->index();
   if (device < 0) device = currentStream().device_index();
-  Call call(*this, OpType::BARRIER, device);
+  Call call(*this, OpType::BARRIER, device, opts.timeout);
   call.transport().barrier(call.launch());
   return call.finish({}, /*blocking=*/true);
+}
+
+void MaiaBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
+  const bool own_timeout = opts.timeout != c10d::kUnsetTimeout;
+  TORCH_CHECK(!own_timeout || opts.timeout.count() > 0,
+              "maia c10d: monitored_barrier got a timeout of ", opts.timeout.count(),
+              " ms; give a positive one, or none for the process group's");
+  const uint64_t number = ++monitored_barriers_;
+  auto prefix = [](uint64_t n) { return c10::str("maia_monitored_barrier/", n, "/"); };
+  MonitoredBarrierArgs args;
+  args.label = c10::str("monitored_barrier (number ", number, ") of process group '",
+                        group_name_, "'");
+  args.key_prefix = prefix(number);
+  args.previous_key_prefix = number > 1 ? prefix(number - 1) : std::string();
+  args.rank = getRank();
+  args.size = getSize();
+  const std::chrono::milliseconds group_timeout = timeout_.load();
+  args.timeout = own_timeout ? opts.timeout : group_timeout;
+  args.verdict_timeout = std::max(args.timeout, group_timeout);
+  args.wait_all_ranks = wait_all_ranks;
+  distributed::monitoredBarrier(*store_, args);
 }
 
 void MaiaBackend::startCoalescing() {
@@ -918,7 +957,7 @@ c10::intrusive_ptr<c10d::Backend> MaiaBackend::split(const c10::intrusive_ptr<c1
   if (!gloo_split) return nullptr;
   std::string name = opts ? opts->group_name : std::string();
   auto child = c10::make_intrusive<MaiaBackend>(
-      std::move(gloo_split), store, opts ? opts->timeout : timeout_, name,
+      std::move(gloo_split), store, opts ? opts->timeout : timeout_.load(), name,
       std::vector<std::string>(ranks.size(), host_), nullptr, -1);
   // The child's transports (its constructor had no host list: it exchanges
   // them here, and takes IPC only if its ranks share a host).

@@ -45,7 +45,9 @@ class MaiaBackend final : public c10d::Backend {
   c10::intrusive_ptr<Options> getBackendOptions() override;
   bool supportsCoalescing() const override { return true; }
   bool supportsSplitting() const override { return true; }
-  void setTimeout(std::chrono::milliseconds timeout) override { timeout_ = timeout; }
+  /// The group's timeout (Backend.set_timeout from Python), for the
+  /// collectives issued from now on that give none of their own.
+  void setTimeout(std::chrono::milliseconds timeout) override { timeout_.store(timeout); }
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override { return seq_; }
   void setGroupUid(const std::string& pg_uid) override;
@@ -97,6 +99,12 @@ class MaiaBackend final : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
                                                int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  /// Blocks the host (not the device) until every rank has called it; rank 0
+  /// names the ranks that did not within opts.timeout (the group's if
+  /// unset), the first one or, with wait_all_ranks, all of them. Reached
+  /// through the backend (torch_maia.distributed.monitored_barrier): torch
+  /// 2.13's dist.monitored_barrier takes only groups whose backend is gloo.
+  void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
 
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
@@ -137,11 +145,14 @@ class MaiaBackend final : public c10d::Backend {
   /// one launch.
   c10::intrusive_ptr<c10d::Work> allreduceInPlace(std::vector<at::Tensor>& tensors,
                                                   const c10d::ReduceOp& reduce_op,
-                                                  c10d::OpType op_type, const char* name);
+                                                  c10d::OpType op_type, const char* name,
+                                                  std::chrono::milliseconds timeout);
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
+  c10::intrusive_ptr<c10d::Store> store_;
   GlooTransport gloo_transport_;
-  std::chrono::milliseconds timeout_;
+  /// Read by every call (DDP's reducer issues from the autograd thread).
+  std::atomic<std::chrono::milliseconds> timeout_;
   std::string group_name_;
   std::string host_;  // this rank's (for split groups)
   c10::DeviceIndex device_;
@@ -151,6 +162,7 @@ class MaiaBackend final : public c10d::Backend {
   std::atomic<uint64_t> launches_gloo_{0}, launches_device_{0};
   /// Launches issued (DDP's reducer issues from the autograd thread).
   std::atomic<uint64_t> seq_{0};
+  uint64_t monitored_barriers_ = 0;
   bool coalescing_ = false;
   std::unique_ptr<Pending> group_;  // the coalescing group, once it has an operation
   /// The first failure of any launch of this group.

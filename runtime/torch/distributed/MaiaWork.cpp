@@ -2,8 +2,10 @@
 
 #include <c10/util/Exception.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
@@ -69,16 +71,51 @@ void MaiaWork::blockCallerStream() {
   MAIA_CHECK(maiaStreamWaitEvent(currentDriverStream(end_->device), end_->event));
 }
 
-bool MaiaWork::wait(std::chrono::milliseconds /*timeout*/) {
-  // The exchange enforces the group's timeout itself (a failed or late peer
+bool MaiaWork::wait(std::chrono::milliseconds timeout) {
+  TORCH_CHECK(timeout >= ::kNoTimeout || timeout == c10d::kUnsetTimeout,
+              "maia c10d: Work.wait got a timeout of ", timeout.count(),
+              " ms; pass a positive one, or none for a stream wait");
+  // The exchange enforces the call's timeout itself (a failed or late peer
   // fails it), so a stream wait never waits forever.
   throwIfFailed();
   blockCallerStream();
-  if (blocking_) {
+  if (timeout == c10d::kUnsetTimeout) {
+    waitOnHost(end_->timeout, "the collective's timeout");
+  } else if (timeout != ::kNoTimeout) {
+    waitOnHost(timeout, "Work.wait(timeout)");
+  } else if (blocking_ && end_->call_timeout) {
+    waitOnHost(end_->timeout, "the call's timeout");
+  } else if (blocking_) {
+    // The host helps run the device's work while it waits here.
     MAIA_CHECK(maiaEventSynchronize(end_->event));
     throwIfFailed();
   }
   return true;
+}
+
+void MaiaWork::waitOnHost(std::chrono::milliseconds limit, const char* what) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = end_->issued + limit;
+  // Polled, not synchronized: maiaEventSynchronize has no deadline, and the
+  // host may pick up the exchange's step itself while it waits there.
+  // Short sleeps first (a collective often completes within microseconds),
+  // at most 1 ms late once it does.
+  auto pause = std::chrono::microseconds(20);
+  while (!isCompleted()) {
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      std::string waiting = end_->status->waitingFor();
+      failExchange(*end_->status, end_->label,
+                   c10::str("not completed within ", limit.count(), " ms (", what, ")",
+                            waiting.empty() ? "" : "; it was waiting for " + waiting));
+      break;
+    }
+    std::this_thread::sleep_for(
+        std::min<Clock::duration>(pause, std::chrono::duration_cast<Clock::duration>(
+                                             deadline - now)));
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+  throwIfFailed();
 }
 
 void MaiaWork::synchronize() { blockCallerStream(); }

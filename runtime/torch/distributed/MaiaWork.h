@@ -7,6 +7,8 @@
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include <chrono>
+
 namespace torch_maia::distributed {
 
 /// The end of a launch: its event (recorded on the communication stream
@@ -22,6 +24,17 @@ struct LaunchEnd {
   maiaEvent_t event = nullptr;
   std::atomic<bool> recorded{false};
   std::shared_ptr<LaunchStatus> status;
+  /// The launch's label (Launch::label), for errors raised on the host.
+  std::string label;
+  /// When the launch was issued: host waits count from here, as NCCL's count
+  /// from the work's start.
+  std::chrono::steady_clock::time_point issued = std::chrono::steady_clock::now();
+  /// The group's timeout, or the shortest timeout a call of the launch gave.
+  std::chrono::milliseconds timeout{0};
+  /// Whether a call of the launch gave its own timeout: then a blocking wait
+  /// (barrier) gives up on the host once it has passed, even if the stream
+  /// has not reached the exchange yet.
+  bool call_timeout = false;
 };
 
 class MaiaWork final : public c10d::Work {
@@ -37,7 +50,10 @@ class MaiaWork final : public c10d::Work {
   std::exception_ptr exception() const override;
   std::vector<at::Tensor> result() override { return outputs_; }
   /// Makes the caller's current stream wait for the collective; raises a
-  /// failure already known.
+  /// failure already known. As ProcessGroupNCCL's: with a timeout (or for a
+  /// blocking work), also blocks the host until the collective completes;
+  /// once timeout has passed since the call, the collective fails (its
+  /// peers' waits too) and, unless the process is torn down, wait() raises.
   bool wait(std::chrono::milliseconds timeout) override;
   void synchronize() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
@@ -55,6 +71,9 @@ class MaiaWork final : public c10d::Work {
  private:
   void throwIfFailed() const;
   void blockCallerStream();
+  /// Blocks the host until the collective completes, or fails it once limit
+  /// has passed since it was issued (what: the wait that gave limit).
+  void waitOnHost(std::chrono::milliseconds limit, const char* what);
 
   uint64_t seq_;
   std::shared_ptr<LaunchEnd> end_;

@@ -41,12 +41,28 @@ class LaunchStatus {
   bool failed() const;
   /// The failure message ("" if none).
   std::string message() const;
+  /// What the exchange waits for right now ("rank(s) 1 to reach the same
+  /// step"; "" when it is not waiting for peers), so that a host that gives
+  /// up on the launch (Work.wait(timeout)) can say whom it waited for.
+  void setWaitingFor(std::string what);
+  std::string waitingFor() const;
 
  private:
   mutable std::mutex mutex_;
   std::string message_;
+  std::string waiting_for_;
   std::atomic<bool> failed_{false};
   std::shared_ptr<LaunchStatus> parent_;
+};
+
+/// A Gloo operation of a launch, issued by the exchange with the timeout of
+/// the call that added it (GlooTransport).
+struct ExchangeStep {
+  std::function<c10::intrusive_ptr<c10d::Work>(std::chrono::milliseconds timeout)> issue;
+  std::chrono::milliseconds timeout;
+  /// Gloo ends the operation at its options' timeout itself (collectives);
+  /// false: only the wait's timeout ends it (send, receive).
+  bool ends_at_timeout = true;
 };
 
 /// One enqueue on the communication stream: a collective or a coalesced group.
@@ -57,6 +73,10 @@ struct Launch {
   uint64_t seq = 0;
   /// "ALLREDUCE (sequence number 3) of group '0' (rank 1 of 2)", for errors.
   std::string label;
+  /// How long the steps of the call being added wait for a peer: the call's
+  /// own timeout (AllreduceOptions.timeout, ...), else the group's. Each
+  /// transport step takes the value current when the call adds it, so the
+  /// collectives of a coalescing group keep their own.
   std::chrono::milliseconds timeout{0};
   std::shared_ptr<LaunchStatus> status = std::make_shared<LaunchStatus>();
   /// Enqueued on stream after the exchange, in order.
@@ -64,7 +84,7 @@ struct Launch {
   /// Called on the host once everything is enqueued (staging release).
   std::vector<std::function<void()>> release;
   /// The transport's pending exchange steps (opaque to the backend).
-  std::vector<std::function<c10::intrusive_ptr<c10d::Work>()>> steps;
+  std::vector<ExchangeStep> steps;
   /// Run by the exchange once every step has completed (on a driver core).
   std::vector<std::function<void()>> on_exchanged;
   /// What the launch's collective steps move, as every rank must agree
