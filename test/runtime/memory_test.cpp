@@ -53,6 +53,37 @@ TEST(MemoryTest, DeviceToDeviceOnOneAndAcrossDevices) {
   for (void* p : {a, b, c}) MAIA_ASSERT_OK(maiaFree(p));
 }
 
+// Copies of 8 MiB and more write with streaming stores (streaming_copy.h),
+// line by line from the first 64-byte aligned destination byte: every
+// misalignment of either side, and tails shorter than a line, must land
+// byte for byte, and nothing around the destination may be touched.
+TEST(MemoryTest, LargeCopiesAtAnyAlignmentAreExact) {
+  const size_t n = (size_t{8} << 20) + 77;
+  const size_t margin = 128;
+  auto in = pattern(n + margin, 5);
+  void *src = nullptr, *dst = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&src, n + margin));
+  MAIA_ASSERT_OK(maiaMalloc(&dst, n + 2 * margin));
+  MAIA_ASSERT_OK(maiaMemcpy(src, in.data(), n + margin, maiaMemcpyHostToDevice));
+  auto* from = static_cast<char*>(src);
+  auto* base = static_cast<char*>(dst);
+  std::vector<uint8_t> out(n + 2 * margin);
+  for (auto [src_offset, dst_offset] : {std::pair<size_t, size_t>{0, 0}, {0, 3}, {5, 64},
+                                        {17, 33}, {63, 1}}) {
+    MAIA_ASSERT_OK(maiaMemset(dst, 0xee, n + 2 * margin));
+    MAIA_ASSERT_OK(maiaMemcpy(base + margin + dst_offset, from + src_offset, n - dst_offset,
+                              maiaMemcpyDeviceToDevice));
+    MAIA_ASSERT_OK(maiaMemcpy(out.data(), dst, n + 2 * margin, maiaMemcpyDeviceToHost));
+    const size_t first = margin + dst_offset, last = first + n - dst_offset;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const uint8_t expected = i >= first && i < last ? in[src_offset + i - first] : 0xee;
+      ASSERT_EQ(out[i], expected) << "byte " << i << ", source offset " << src_offset
+                                  << ", destination offset " << dst_offset;
+    }
+  }
+  for (void* p : {src, dst}) MAIA_ASSERT_OK(maiaFree(p));
+}
+
 TEST(MemoryTest, MemsetWritesBytesSynchronouslyAndOnAStream) {
   const size_t n = 5000;
   void* d = nullptr;

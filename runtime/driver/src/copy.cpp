@@ -8,6 +8,7 @@
 #include "graph_capture.h"
 #include "host_memory.h"
 #include "scheduler.h"
+#include "streaming_copy.h"
 
 namespace maia::driver {
 namespace {
@@ -40,7 +41,12 @@ class CopyCommand final : public Command {
         src_(static_cast<const char*>(src)), bytes_(bytes), kind_(kind) {}
   void runChunk(int64_t index) override {
     auto [begin, end] = chunkRange(bytes_, index, totalChunks());
-    std::memcpy(dst_ + begin, src_ + begin, end - begin);
+    // Decided on the whole copy, so every chunk of one copy does the same.
+    if (bytes_ >= kStreamingCopyMinBytes) {
+      streamingCopy(dst_ + begin, src_ + begin, end - begin);
+    } else {
+      std::memcpy(dst_ + begin, src_ + begin, end - begin);
+    }
   }
   std::string describe() const override {
     return "copy of " + std::to_string(bytes_) + " bytes";
