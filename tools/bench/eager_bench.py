@@ -25,7 +25,7 @@ triad) is not counted: non-temporal stores avoid it, and avoiding it is
 part of reaching the bound.
 
 Usage: python tools/bench/eager_bench.py [--json FILE] [--stream-library PATH]
-       [--no-compile] [--only small|large]
+       [--no-compile] [--only small|large] [--rounds N]
 """
 
 import argparse
@@ -121,7 +121,7 @@ def small_ops():
         torch.set_num_threads(threads)
 
 
-def large_ops(cores, stream_library, compiled):
+def large_ops(cores, stream_library, compiled, rounds=21):
     """fp32 ops over 16M elements, in GB/s (see the module docstring for the
     accounting), each measured in alternation with the C++ non-temporal
     triad and PyTorch's triad: an add and a copy (eager, and the add under
@@ -153,10 +153,10 @@ def large_ops(cores, stream_library, compiled):
     for name, arrays, traffic, fn, peer in ops:
         nt_s, torch_s, maia_s = interleaved_many(
             [(nt_triad, host), (torch_triad, host), (fn, torch.maia.synchronize)],
-            calls=5, settle_s=0.05)
+            calls=5, rounds=rounds, settle_s=0.05)
         # The same op on the CPU (same thread count) is the peer: for a sum,
         # a read-only stream, the bound a triad (2 reads, 1 write) understates.
-        peer_s, maia_again_s = interleaved(peer, fn, calls=5, settle_s=0.05)
+        peer_s, maia_again_s = interleaved(peer, fn, calls=5, rounds=rounds, settle_s=0.05)
         yield (name, traffic, 3 * array_gb / nt_s, 3 * array_gb / torch_s,
                arrays * array_gb / min(maia_s, maia_again_s), arrays * array_gb / peer_s)
 
@@ -169,6 +169,8 @@ def main():
                         help="the C++ STREAM triad (tools/bench/stream_triad.cpp)")
     parser.add_argument("--no-compile", action="store_true",
                         help="skip the torch.compile'd add")
+    parser.add_argument("--rounds", type=int, default=21,
+                        help="rounds of the large ops (best round counts; more on a busy machine)")
     parser.add_argument("--only", choices=("small", "large"),
                         help="run only the small-op or only the large-op rows")
     args = parser.parse_args()
@@ -184,7 +186,7 @@ def main():
     if args.only == "small":
         large = []
     else:
-        large = large_ops(cores, args.stream_library, not args.no_compile)
+        large = large_ops(cores, args.stream_library, not args.no_compile, args.rounds)
     if large:
         print(f"\nGB/s; baselines on {cores} host threads: the C++ triad with non-temporal "
               "stores (NT triad), PyTorch's triad, the same op on the CPU")
