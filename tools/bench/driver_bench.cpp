@@ -3,7 +3,7 @@
 // same run (host memcpy, a STREAM triad on host threads with temporal and
 // with non-temporal stores, stream_triad.h) and the ratio.
 //
-// Usage: maia-driver-bench [--json FILE] [--quick] [--only launch|graph|copy|triad]
+// Usage: maia-driver-bench [--json FILE] [--quick] [--only launch|graph|copy|triad|stores]
 // Results are the minimum (bandwidth) or median (latency) over repetitions.
 #include <maia/profiler.h>
 #include <maia/runtime.h>
@@ -327,6 +327,41 @@ void benchTriad(maiaKernel_t triad, int64_t n, int repetitions, int cores) {
   for (void* p : {da, db, dc}) check(maiaFree(p), "maiaFree");
 }
 
+/// Where streaming stores start to pay: the host triad with temporal and
+/// with non-temporal stores over outputs of 1 to 256 MiB, alternated, best
+/// of N each. Each timed run follows an untimed one of the same kind, so
+/// each sees the cache it leaves itself: streaming stores evict the output,
+/// and a temporal run right after one would pay to fetch it, which in a
+/// steady state it does not. The eager kernels', device copies' and
+/// compiled kernels' threshold (8 MiB, docs/runtime.md "Streaming stores")
+/// comes from here.
+void benchStoreSweep(int cores, bool quick) {
+  const int64_t largest = int64_t{1} << (quick ? 24 : 26);
+  std::vector<float> a(largest, 0.0f), b(largest, 1.0f), c(largest, 2.0f);
+  const std::string threads = std::to_string(cores) + " threads";
+  for (int64_t n = int64_t{1} << 18; n <= largest; n *= 2) {
+    const int repetitions = static_cast<int>(std::max<int64_t>(5, (int64_t{1} << 26) / n / 2));
+    // One untimed run, then a timed one, of the given kind.
+    auto warmTime = [&](int nontemporal) {
+      maia_stream_triad(a.data(), b.data(), c.data(), 3.0f, n, cores, nontemporal);
+      auto start = Clock::now();
+      maia_stream_triad(a.data(), b.data(), c.data(), 3.0f, n, cores, nontemporal);
+      return seconds(Clock::now() - start);
+    };
+    double temporal_s = 1e30, streaming_s = 1e30;
+    for (int i = 0; i < repetitions; ++i) {
+      temporal_s = std::min(temporal_s, warmTime(0));
+      streaming_s = std::min(streaming_s, warmTime(1));
+    }
+    const double gb = 3.0 * static_cast<double>(n) * sizeof(float) / 1e9;
+    char name[64];
+    std::snprintf(name, sizeof(name), "NT-store triad, %lld MiB output",
+                  static_cast<long long>(n * sizeof(float) >> 20));
+    reportRatio(name, gb / streaming_s, "GB/s", "temporal triad, " + threads, gb / temporal_s,
+                0.0);
+  }
+}
+
 void writeJson(const char* path) {
   FILE* f = std::fopen(path, "w");
   if (f == nullptr) {
@@ -362,7 +397,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: maia-driver-bench [--json FILE] [--quick] [--only launch|graph|copy|triad]\n");
+      std::fprintf(stderr, "usage: maia-driver-bench [--json FILE] [--quick] [--only launch|graph|copy|triad|stores]\n");
       return 2;
     }
   }
@@ -386,6 +421,7 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "triad")
     benchTriad(triad, quick ? (int64_t{1} << 22) : (int64_t{1} << 25), quick ? 3 : 10,
                prop.core_count);
+  if (only == "stores") benchStoreSweep(prop.core_count, quick);  // not in the default run
   if (json != nullptr) writeJson(json);
   check(maiaModuleUnload(module), "maiaModuleUnload");
   return 0;
