@@ -163,7 +163,10 @@ class MemoryAccess:
 
         if self.is_reduction_kernel or mask is not self.lane_mask:
             return False
-        numel = V.graph.get_numel(name)
+        try:
+            numel = V.graph.get_numel(name)
+        except KeyError:  # a name the graph does not size (a view's): ordinary stores
+            return False
         if not isinstance(numel, (int, sympy.Integer)):
             return False  # dynamic shape: ordinary stores
         return int(numel) * V.graph.get_dtype(name).itemsize >= config.streaming_store_min_bytes

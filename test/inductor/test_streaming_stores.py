@@ -77,3 +77,15 @@ def test_unaligned_outputs_and_rows_with_tails():
     m = torch.randn(1025, 2049)
     assert_compiled_matches(lambda m: m.exp() + m, m)
     assert_compiled_matches(lambda m: m.t() * 2, m, atol=0, rtol=0)
+
+
+def test_in_place_update_of_a_large_input():
+    def step(p, g):
+        p.add_(g, alpha=-0.1)
+        return p
+
+    p, g = torch.randn(BIG), torch.randn(BIG)
+    on_maia = p.to("maia")
+    torch._dynamo.reset()
+    torch.compile(step)(on_maia, g.to("maia"))
+    torch.testing.assert_close(on_maia.cpu(), p - 0.1 * g)
