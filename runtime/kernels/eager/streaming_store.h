@@ -16,9 +16,10 @@
 namespace maia_eager {
 
 /// Outputs of at least this many bytes are written with streaming stores.
-/// Measured on 2 vCPUs (docs/runtime.md, "Streaming stores"): a triad's
-/// output of 8 MiB and more is written 1.1-1.8x faster with them, 2-4 MiB
-/// is a wash, 1 MiB and less is slower.
+/// Measured on 2 vCPUs (docs/runtime.md, "Streaming stores"): from 8 MiB a
+/// triad's output is written 1.1-1.9x faster with them in every sweep;
+/// below, the sweeps disagree, and a smaller output may still be in cache
+/// for the next operator.
 constexpr int64_t kStreamingStoreMinBytes = int64_t{8} << 20;
 
 /// Results are computed into a buffer of this size (it stays in L1), then
