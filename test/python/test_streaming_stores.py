@@ -110,3 +110,17 @@ class TestCopies:
         ad = a.to("maia")
         assert torch.equal(ad.clone().cpu(), a)
         assert torch.equal(ad.cpu(), a)
+
+
+class TestFills:
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.int8, torch.complex128])
+    @pytest.mark.parametrize("offset", [0, 1, 3])
+    def test_fill_and_zero_at_any_alignment(self, dtype, offset):
+        n = elements_for(dtype)
+        buffer, out = padded_out(n, dtype, offset)
+        out.fill_(3)
+        assert torch.equal(out.cpu(), torch.full((n,), 3, dtype=dtype))
+        check_untouched(buffer, offset, n)
+        out.zero_()
+        assert not out.cpu().any()
+        check_untouched(buffer, offset, n)

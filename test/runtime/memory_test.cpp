@@ -313,6 +313,38 @@ TEST(MemoryTest, PatternFillWritesEveryElementOnAStream) {
   MAIA_ASSERT_OK(maiaFree(d));
 }
 
+// Fills of 8 MiB and more stream whole lines (streaming_copy.h): for every
+// element size, starting at any element of the first line, every element
+// gets the pattern and nothing beyond the fill is written; memset alike.
+TEST(MemoryTest, LargeFillsAtAnyAlignmentAreExact) {
+  const size_t bytes = (size_t{8} << 20) + 96;
+  const size_t margin = 64;
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, bytes + 2 * margin));
+  auto* base = static_cast<uint8_t*>(d);
+  std::vector<uint8_t> out(bytes + 2 * margin);
+  const uint8_t pattern[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  for (size_t size : {size_t{1}, size_t{2}, size_t{4}, size_t{8}, size_t{16}}) {
+    for (size_t skip : {size_t{0}, size_t{1}, size_t{3}}) {  // elements into the first line
+      const size_t first = margin + skip * size;
+      const size_t count = (bytes - skip * size) / size;
+      MAIA_ASSERT_OK(maiaMemset(d, 0xee, bytes + 2 * margin));
+      if (size == 1 && skip == 3) {
+        MAIA_ASSERT_OK(maiaMemset(base + first, pattern[0], count));
+      } else {
+        MAIA_ASSERT_OK(maiaMemsetPatternAsync(base + first, pattern, size, count, nullptr));
+      }
+      MAIA_ASSERT_OK(maiaMemcpy(out.data(), d, out.size(), maiaMemcpyDeviceToHost));
+      for (size_t i = 0; i < out.size(); ++i) {
+        const bool inside = i >= first && i < first + count * size;
+        ASSERT_EQ(out[i], inside ? pattern[(i - first) % size] : 0xee)
+            << "byte " << i << ", element size " << size << ", skip " << skip;
+      }
+    }
+  }
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
 TEST(MemoryTest, PatternFillOfSixteenByteElements) {  // complex128
   const size_t n = (size_t{1} << 20) + 3;
   struct Pair {

@@ -68,7 +68,12 @@ class MemsetCommand final : public Command {
         bytes_(bytes) {}
   void runChunk(int64_t index) override {
     auto [begin, end] = chunkRange(bytes_, index, totalChunks());
-    std::memset(dst_ + begin, value_, end - begin);
+    if (bytes_ >= kStreamingCopyMinBytes) {
+      streamingFill(reinterpret_cast<unsigned char*>(dst_ + begin), end - begin,
+                    static_cast<unsigned char>(value_));
+    } else {
+      std::memset(dst_ + begin, value_, end - begin);
+    }
   }
   std::string describe() const override {
     return "memset of " + std::to_string(bytes_) + " bytes";
@@ -110,7 +115,7 @@ class PatternCommand final : public Command {
   uint64_t activityBytes() const override { return pattern_bytes_ * count_; }
 
  private:
-  struct Pair64 {  // a 16-byte element: complex128
+  struct alignas(16) Pair64 {  // a 16-byte element: complex128 (16-byte aligned: checked)
     uint64_t low, high;
   };
 
@@ -119,6 +124,10 @@ class PatternCommand final : public Command {
     T value;
     std::memcpy(&value, pattern_, sizeof(T));
     T* out = reinterpret_cast<T*>(dst_);
+    if (pattern_bytes_ * count_ >= kStreamingCopyMinBytes) {  // as a copy that large
+      streamingFill(out + begin, end - begin, value);
+      return;
+    }
     for (size_t i = begin; i < end; ++i) out[i] = value;
   }
 

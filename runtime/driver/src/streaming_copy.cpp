@@ -27,7 +27,30 @@ __attribute__((target("avx2"))) void streamLines256(char* dst, const char* src, 
   }
 }
 
+// The same stores from one 64-byte line, again and again (fills).
+__attribute__((target("avx512f"))) void repeatLine512(char* dst, const char* line,
+                                                      size_t lines) {
+  const __m512i value = _mm512_load_si512(line);
+  for (size_t i = 0; i < lines; ++i, dst += kLine)
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), value);
+}
+
+__attribute__((target("avx2"))) void repeatLine256(char* dst, const char* line, size_t lines) {
+  const __m256i low = _mm256_load_si256(reinterpret_cast<const __m256i*>(line));
+  const __m256i high = _mm256_load_si256(reinterpret_cast<const __m256i*>(line + 32));
+  for (size_t i = 0; i < lines; ++i, dst += kLine) {
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst), low);
+    _mm256_stream_si256(reinterpret_cast<__m256i*>(dst + 32), high);
+  }
+}
+
 using StreamLines = void (*)(char*, const char*, size_t);
+
+StreamLines hostRepeatLine() {
+  if (__builtin_cpu_supports("avx512f")) return repeatLine512;
+  if (__builtin_cpu_supports("avx2")) return repeatLine256;
+  return nullptr;
+}
 
 StreamLines hostStreamLines() {
   if (__builtin_cpu_supports("avx512f")) return streamLines512;
@@ -51,6 +74,17 @@ void streamingCopy(void* dst, const void* src, size_t bytes) {
   stream_lines(to + head, from + head, lines);
   const size_t done = head + lines * kLine;
   std::memcpy(to + done, from + done, bytes - done);
+  _mm_sfence();
+}
+
+void streamLines(void* dst, const void* line, size_t lines) {
+  static const StreamLines repeat_line = hostRepeatLine();
+  auto* to = static_cast<char*>(dst);
+  if (repeat_line == nullptr) {
+    for (size_t i = 0; i < lines; ++i) std::memcpy(to + i * kLine, line, kLine);
+    return;
+  }
+  repeat_line(to, static_cast<const char*>(line), lines);
   _mm_sfence();
 }
 
