@@ -15,6 +15,12 @@ compiler_version: str = ""
 target_cpu: str = ""
 plugin_hash: str = ""
 opt_level: int = int(os.environ.get("MAIA_INDUCTOR_OPT_LEVEL", "2"))
+# Pointwise kernels whose output (one buffer, static shape) has at least this
+# many bytes store it with streaming (non-temporal) stores: the threshold of
+# the eager kernels (runtime/kernels/eager/streaming_store.h). Dynamic shapes
+# keep ordinary stores.
+streaming_store_min_bytes: int = int(os.environ.get("MAIA_INDUCTOR_STREAMING_STORE_MIN_BYTES",
+                                                    str(8 << 20)))
 # Every kernel's .mlir and .maiabin are copied here when set.
 dump_dir: str = os.environ.get("MAIA_INDUCTOR_DUMP_DIR", "")
 

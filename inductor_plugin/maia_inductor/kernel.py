@@ -173,6 +173,7 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
         self.r_var = _Arg(f"%r{n}", "index")
         self.row_var = _Arg(f"%row{n}", "index")
         self.lane_start = _Arg(f"%lane{n}", "index")
+        self.lanes_left = _Arg(f"%left{n}", "index")  # lanes from lane_start to the row's end
         self.lane_mask = _Arg(f"%mask{n}", torch.bool, vec=True)
 
     def _loop_header(self, code, start: str, stop: str, rows_start: str, rows_stop: str):
@@ -182,8 +183,8 @@ class MaiaKernel(ValueEmitter, LaneIndexing, MemoryAccess, SIMDKernel):
         code.do_indent()
         code.writeline(f"scf.for {self.lane_start} = {start} to {stop} step {cvl} {{")
         code.do_indent()
-        code.writeline(f"%left{n} = arith.subi {stop}, {self.lane_start} : index")
-        code.writeline(f"{self.lane_mask} = vector.create_mask %left{n} : "
+        code.writeline(f"{self.lanes_left} = arith.subi {stop}, {self.lane_start} : index")
+        code.writeline(f"{self.lane_mask} = vector.create_mask {self.lanes_left} : "
                        f"{self.mlir_type(torch.bool, True)}")
 
     def _loop_footer(self, code):

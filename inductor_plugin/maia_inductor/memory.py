@@ -144,12 +144,49 @@ class MemoryAccess:
             mask_ty = self.mlir_type(torch.bool, True)
             if kind == "contiguous":
                 line = f"vector.maskedstore {var}[{base}], {mask}, {stored} : {mem_ty}, {mask_ty}, {vty}"
+                if self._streams_stores(name, mask):
+                    self._store_streaming(buffer, name, var, base, stored, mem_ty, vty, line)
+                    return
             else:
                 if kind == "broadcast":
                     offsets = self.broadcast(self.index_constant(0), buffer)
                 line = (f"vector.scatter {var}[{base}][{offsets}], {mask}, {stored} : {mem_ty}, "
                         f"{mt.index_type(True)}, {mask_ty}, {vty}")
         buffer.writeline(DeferredLine(name, line))
+
+    def _streams_stores(self, name, mask) -> bool:
+        """Whether the contiguous vector stores to buffer `name` are
+        streaming (non-temporal) stores: in pointwise kernels, under no mask
+        but the row's tail, when the buffer is too large to stay in cache for
+        its reader (config.streaming_store_min_bytes; static shapes only)."""
+        from . import config
+
+        if self.is_reduction_kernel or mask is not self.lane_mask:
+            return False
+        try:
+            numel = V.graph.get_numel(name)
+        except KeyError:  # a name the graph does not size (a view's): ordinary stores
+            return False
+        if not isinstance(numel, (int, sympy.Integer)):
+            return False  # dynamic shape: ordinary stores
+        return int(numel) * V.graph.get_dtype(name).itemsize >= config.streaming_store_min_bytes
+
+    def _store_streaming(self, buffer, name, var, base, stored, mem_ty, vty, masked_line):
+        """A whole vector is stored with vector.store {nontemporal = true}
+        (maia-compile makes it an aligned streaming store when the address
+        allows), the row's masked tail with the masked store."""
+        n = next(self._slot_ids)
+        full = f"%whole{n}"
+        lines = [
+            f"{full} = arith.cmpi sge, {self.lanes_left}, {self.index_constant(VL)} : index",
+            f"scf.if {full} {{",
+            f"  vector.store {stored}, {var}[{base}] {{nontemporal = true}} : {mem_ty}, {vty}",
+            "} else {",
+            f"  {masked_line}",
+            "}",
+        ]
+        for line in lines:
+            buffer.writeline(DeferredLine(name, line))
 
     def _atomic_add(self, buffer, name, var, kind, base, offsets, stored, mem_ty, elem):
         op = "addf" if mt.is_float(V.graph.get_dtype(name)) else "addi"

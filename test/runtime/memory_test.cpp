@@ -53,6 +53,37 @@ TEST(MemoryTest, DeviceToDeviceOnOneAndAcrossDevices) {
   for (void* p : {a, b, c}) MAIA_ASSERT_OK(maiaFree(p));
 }
 
+// Copies of 8 MiB and more write with streaming stores (streaming_copy.h),
+// line by line from the first 64-byte aligned destination byte: every
+// misalignment of either side, and tails shorter than a line, must land
+// byte for byte, and nothing around the destination may be touched.
+TEST(MemoryTest, LargeCopiesAtAnyAlignmentAreExact) {
+  const size_t n = (size_t{8} << 20) + 77;
+  const size_t margin = 128;
+  auto in = pattern(n + margin, 5);
+  void *src = nullptr, *dst = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&src, n + margin));
+  MAIA_ASSERT_OK(maiaMalloc(&dst, n + 2 * margin));
+  MAIA_ASSERT_OK(maiaMemcpy(src, in.data(), n + margin, maiaMemcpyHostToDevice));
+  auto* from = static_cast<char*>(src);
+  auto* base = static_cast<char*>(dst);
+  std::vector<uint8_t> out(n + 2 * margin);
+  for (auto [src_offset, dst_offset] : {std::pair<size_t, size_t>{0, 0}, {0, 3}, {5, 64},
+                                        {17, 33}, {63, 1}}) {
+    MAIA_ASSERT_OK(maiaMemset(dst, 0xee, n + 2 * margin));
+    MAIA_ASSERT_OK(maiaMemcpy(base + margin + dst_offset, from + src_offset, n - dst_offset,
+                              maiaMemcpyDeviceToDevice));
+    MAIA_ASSERT_OK(maiaMemcpy(out.data(), dst, n + 2 * margin, maiaMemcpyDeviceToHost));
+    const size_t first = margin + dst_offset, last = first + n - dst_offset;
+    for (size_t i = 0; i < out.size(); ++i) {
+      const uint8_t expected = i >= first && i < last ? in[src_offset + i - first] : 0xee;
+      ASSERT_EQ(out[i], expected) << "byte " << i << ", source offset " << src_offset
+                                  << ", destination offset " << dst_offset;
+    }
+  }
+  for (void* p : {src, dst}) MAIA_ASSERT_OK(maiaFree(p));
+}
+
 TEST(MemoryTest, MemsetWritesBytesSynchronouslyAndOnAStream) {
   const size_t n = 5000;
   void* d = nullptr;
@@ -279,6 +310,38 @@ TEST(MemoryTest, PatternFillWritesEveryElementOnAStream) {
                     maiaErrorInvalidValue, "not aligned");
   MAIA_EXPECT_ERROR(maiaMemsetPatternAsync(d, &value, 4, n + 1, nullptr),
                     maiaErrorInvalidDevicePointer, "overruns");
+  MAIA_ASSERT_OK(maiaFree(d));
+}
+
+// Fills of 8 MiB and more stream whole lines (streaming_copy.h): for every
+// element size, starting at any element of the first line, every element
+// gets the pattern and nothing beyond the fill is written; memset alike.
+TEST(MemoryTest, LargeFillsAtAnyAlignmentAreExact) {
+  const size_t bytes = (size_t{8} << 20) + 96;
+  const size_t margin = 64;
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, bytes + 2 * margin));
+  auto* base = static_cast<uint8_t*>(d);
+  std::vector<uint8_t> out(bytes + 2 * margin);
+  const uint8_t pattern[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  for (size_t size : {size_t{1}, size_t{2}, size_t{4}, size_t{8}, size_t{16}}) {
+    for (size_t skip : {size_t{0}, size_t{1}, size_t{3}}) {  // elements into the first line
+      const size_t first = margin + skip * size;
+      const size_t count = (bytes - skip * size) / size;
+      MAIA_ASSERT_OK(maiaMemset(d, 0xee, bytes + 2 * margin));
+      if (size == 1 && skip == 3) {
+        MAIA_ASSERT_OK(maiaMemset(base + first, pattern[0], count));
+      } else {
+        MAIA_ASSERT_OK(maiaMemsetPatternAsync(base + first, pattern, size, count, nullptr));
+      }
+      MAIA_ASSERT_OK(maiaMemcpy(out.data(), d, out.size(), maiaMemcpyDeviceToHost));
+      for (size_t i = 0; i < out.size(); ++i) {
+        const bool inside = i >= first && i < first + count * size;
+        ASSERT_EQ(out[i], inside ? pattern[(i - first) % size] : 0xee)
+            << "byte " << i << ", element size " << size << ", skip " << skip;
+      }
+    }
+  }
   MAIA_ASSERT_OK(maiaFree(d));
 }
 

@@ -1,11 +1,14 @@
 // Driver benchmarks: launch overhead and latency, copy bandwidth, and a
 // bandwidth-bound kernel, each reported with a baseline measured in the
-// same run (host memcpy, a STREAM triad on host threads) and the ratio.
+// same run (host memcpy, a STREAM triad on host threads with temporal and
+// with non-temporal stores, stream_triad.h) and the ratio.
 //
-// Usage: maia-driver-bench [--json FILE] [--quick] [--only launch|graph|copy|triad]
+// Usage: maia-driver-bench [--json FILE] [--quick] [--only launch|graph|copy|triad|stores]
 // Results are the minimum (bandwidth) or median (latency) over repetitions.
 #include <maia/profiler.h>
 #include <maia/runtime.h>
+
+#include "stream_triad.h"
 
 #include <algorithm>
 #include <atomic>
@@ -291,16 +294,16 @@ void benchCopies(size_t bytes, int repetitions, int cores) {
 
 void benchTriad(maiaKernel_t triad, int64_t n, int repetitions, int cores) {
   size_t bytes = static_cast<size_t>(n) * sizeof(float);
-  double gb = 3.0 * static_cast<double>(bytes) / 1e9;  // STREAM counts 2 reads + 1 write
+  // STREAM counts 2 reads + 1 write, whatever the stores cost: the
+  // temporal baseline also reads every written line (write-allocate), the
+  // non-temporal one does not.
+  double gb = 3.0 * static_cast<double>(bytes) / 1e9;
   std::vector<float> a(n, 0.0f), b(n, 1.0f), c(n, 2.0f);
   const float scale = 3.0f;
-  auto host_triad = [&] {
-    hostParallel(cores, static_cast<size_t>(n), [&](size_t begin, size_t end) {
-      float* __restrict pa = a.data();
-      const float* __restrict pb = b.data();
-      const float* __restrict pc = c.data();
-      for (size_t i = begin; i < end; ++i) pa[i] = pb[i] + scale * pc[i];
-    });
+  auto host_triad = [&](int nontemporal) {
+    return [&, nontemporal] {
+      maia_stream_triad(a.data(), b.data(), c.data(), scale, n, cores, nontemporal);
+    };
   };
   void *da = nullptr, *db = nullptr, *dc = nullptr;
   for (void** p : {&da, &db, &dc}) check(maiaMalloc(p, bytes), "maiaMalloc");
@@ -309,15 +312,54 @@ void benchTriad(maiaKernel_t triad, int64_t n, int repetitions, int cores) {
   auto vec = [n](void* data) { return maiaKernelArgVector(data, maiaDtypeF32, n, 1); };
   maiaKernelArg args[4] = {vec(da), vec(db), vec(dc), maiaKernelArgFloat(maiaDtypeF32, scale)};
   int64_t grid[3] = {static_cast<int64_t>(cores) * 16, 1, 1};
-  auto [stream_s, kernel_s] = bestOfInterleaved(repetitions, host_triad, [&] {
+  auto kernel = [&] {
     check(maiaLaunchKernel(triad, grid, args, 4, nullptr), "maiaLaunchKernel");
     check(maiaStreamSynchronize(nullptr), "maiaStreamSynchronize");
-  });
-  char label[64];
-  std::snprintf(label, sizeof(label), "STREAM triad, %d host threads", cores);
-  reportRatio("triad_f32 kernel on the core pool", gb / kernel_s, "GB/s", label, gb / stream_s,
-              0.85);
+  };
+  auto [stream_s, kernel_s] = bestOfInterleaved(repetitions, host_triad(0), kernel);
+  auto [stream_nt_s, kernel_again_s] = bestOfInterleaved(repetitions, host_triad(1), kernel);
+  const double best_kernel_s = std::min(kernel_s, kernel_again_s);
+  const std::string threads = std::to_string(cores) + " host threads";
+  reportRatio("triad_f32 kernel on the core pool", gb / best_kernel_s, "GB/s",
+              "STREAM triad, " + threads, gb / stream_s, 0.85);
+  reportRatio("triad_f32 kernel on the core pool", gb / best_kernel_s, "GB/s",
+              "NT-store triad, " + threads, gb / stream_nt_s, 0.85);
   for (void* p : {da, db, dc}) check(maiaFree(p), "maiaFree");
+}
+
+/// Where streaming stores start to pay: the host triad with temporal and
+/// with non-temporal stores over outputs of 1 to 256 MiB, alternated, best
+/// of N each. Each timed run follows an untimed one of the same kind, so
+/// each sees the cache it leaves itself: streaming stores evict the output,
+/// and a temporal run right after one would pay to fetch it, which in a
+/// steady state it does not. The eager kernels', device copies' and
+/// compiled kernels' threshold (8 MiB, docs/runtime.md "Streaming stores")
+/// comes from here.
+void benchStoreSweep(int cores, bool quick) {
+  const int64_t largest = int64_t{1} << (quick ? 24 : 26);
+  std::vector<float> a(largest, 0.0f), b(largest, 1.0f), c(largest, 2.0f);
+  const std::string threads = std::to_string(cores) + " threads";
+  for (int64_t n = int64_t{1} << 18; n <= largest; n *= 2) {
+    const int repetitions = static_cast<int>(std::max<int64_t>(5, (int64_t{1} << 26) / n / 2));
+    // One untimed run, then a timed one, of the given kind.
+    auto warmTime = [&](int nontemporal) {
+      maia_stream_triad(a.data(), b.data(), c.data(), 3.0f, n, cores, nontemporal);
+      auto start = Clock::now();
+      maia_stream_triad(a.data(), b.data(), c.data(), 3.0f, n, cores, nontemporal);
+      return seconds(Clock::now() - start);
+    };
+    double temporal_s = 1e30, streaming_s = 1e30;
+    for (int i = 0; i < repetitions; ++i) {
+      temporal_s = std::min(temporal_s, warmTime(0));
+      streaming_s = std::min(streaming_s, warmTime(1));
+    }
+    const double gb = 3.0 * static_cast<double>(n) * sizeof(float) / 1e9;
+    char name[64];
+    std::snprintf(name, sizeof(name), "NT-store triad, %lld MiB output",
+                  static_cast<long long>(n * sizeof(float) >> 20));
+    reportRatio(name, gb / streaming_s, "GB/s", "temporal triad, " + threads, gb / temporal_s,
+                0.0);
+  }
 }
 
 void writeJson(const char* path) {
@@ -355,7 +397,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: maia-driver-bench [--json FILE] [--quick] [--only launch|graph|copy|triad]\n");
+      std::fprintf(stderr, "usage: maia-driver-bench [--json FILE] [--quick] [--only launch|graph|copy|triad|stores]\n");
       return 2;
     }
   }
@@ -379,6 +421,7 @@ int main(int argc, char** argv) {
   if (only.empty() || only == "triad")
     benchTriad(triad, quick ? (int64_t{1} << 22) : (int64_t{1} << 25), quick ? 3 : 10,
                prop.core_count);
+  if (only == "stores") benchStoreSweep(prop.core_count, quick);  // not in the default run
   if (json != nullptr) writeJson(json);
   check(maiaModuleUnload(module), "maiaModuleUnload");
   return 0;

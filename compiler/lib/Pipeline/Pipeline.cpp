@@ -76,6 +76,9 @@ void mlir::maia::buildLowerToLLVMPipeline(OpPassManager &pm,
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  // Streaming stores need aligned addresses: test them (vector.store
+  // {nontemporal} lowers with the element's alignment only).
+  pm.addPass(createMaiaAlignNontemporalStores());
   pm.addPass(createCanonicalizerPass());
 }
 

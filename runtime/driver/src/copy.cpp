@@ -8,6 +8,7 @@
 #include "graph_capture.h"
 #include "host_memory.h"
 #include "scheduler.h"
+#include "streaming_copy.h"
 
 namespace maia::driver {
 namespace {
@@ -40,7 +41,12 @@ class CopyCommand final : public Command {
         src_(static_cast<const char*>(src)), bytes_(bytes), kind_(kind) {}
   void runChunk(int64_t index) override {
     auto [begin, end] = chunkRange(bytes_, index, totalChunks());
-    std::memcpy(dst_ + begin, src_ + begin, end - begin);
+    // Decided on the whole copy, so every chunk of one copy does the same.
+    if (bytes_ >= kStreamingCopyMinBytes) {
+      streamingCopy(dst_ + begin, src_ + begin, end - begin);
+    } else {
+      std::memcpy(dst_ + begin, src_ + begin, end - begin);
+    }
   }
   std::string describe() const override {
     return "copy of " + std::to_string(bytes_) + " bytes";
@@ -62,7 +68,12 @@ class MemsetCommand final : public Command {
         bytes_(bytes) {}
   void runChunk(int64_t index) override {
     auto [begin, end] = chunkRange(bytes_, index, totalChunks());
-    std::memset(dst_ + begin, value_, end - begin);
+    if (bytes_ >= kStreamingCopyMinBytes) {
+      streamingFill(reinterpret_cast<unsigned char*>(dst_ + begin), end - begin,
+                    static_cast<unsigned char>(value_));
+    } else {
+      std::memset(dst_ + begin, value_, end - begin);
+    }
   }
   std::string describe() const override {
     return "memset of " + std::to_string(bytes_) + " bytes";
@@ -104,7 +115,7 @@ class PatternCommand final : public Command {
   uint64_t activityBytes() const override { return pattern_bytes_ * count_; }
 
  private:
-  struct Pair64 {  // a 16-byte element: complex128
+  struct alignas(16) Pair64 {  // a 16-byte element: complex128 (16-byte aligned: checked)
     uint64_t low, high;
   };
 
@@ -113,6 +124,10 @@ class PatternCommand final : public Command {
     T value;
     std::memcpy(&value, pattern_, sizeof(T));
     T* out = reinterpret_cast<T*>(dst_);
+    if (pattern_bytes_ * count_ >= kStreamingCopyMinBytes) {  // as a copy that large
+      streamingFill(out + begin, end - begin, value);
+      return;
+    }
     for (size_t i = begin; i < end; ++i) out[i] = value;
   }
 

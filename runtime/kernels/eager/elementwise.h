@@ -3,7 +3,8 @@
 // Operands are rank-4 memrefs over the same iteration shape (the output's);
 // broadcast inputs have stride 0. Each program owns a contiguous slice of
 // the linear iteration space and walks it one innermost run at a time: runs
-// whose operands are all unit-stride use a loop the compiler vectorizes.
+// whose operands are all unit-stride use a loop the compiler vectorizes, and
+// when the output is large, streaming stores (streaming_store.h).
 #pragma once
 
 #include <array>
@@ -12,6 +13,7 @@
 #include <maia/kernel_abi.h>
 
 #include "scalar_types.h"
+#include "streaming_store.h"
 
 namespace maia_eager {
 
@@ -20,8 +22,10 @@ constexpr int kRank = 4;
 template <typename T>
 using Ref = maia_kernel::MemRef<T, kRank>;
 
-/// Calls body(out_ptr, in_ptrs..., count, unit_stride) for each innermost
-/// run of this program's slice.
+/// Calls body(out_ptr, in_ptrs..., count, unit_stride, streaming, strides...)
+/// for each innermost run of this program's slice. streaming: the run is
+/// unit-stride and the whole output large enough for streaming stores
+/// (writeRun); the slice ends with the fence they need.
 template <typename Out, typename... Ins, typename Body>
 void forEachRun(const maia_grid_t* grid, const Ref<Out>& out, const Ref<Ins>&... ins,
                 Body&& body) {
@@ -44,10 +48,12 @@ void forEachRun(const maia_grid_t* grid, const Ref<Out>& out, const Ref<Ins>&...
     return offset;
   };
   const bool unit = out.strides[kRank - 1] == 1 && ((ins.strides[kRank - 1] == 1) && ...);
+  const bool streaming =
+      unit && total * static_cast<int64_t>(sizeof(Out)) >= kStreamingStoreMinBytes;
   int64_t position = slice.begin;
   while (position < slice.end) {
     int64_t count = std::min(inner - index[kRank - 1], slice.end - position);
-    body(out.aligned + offsetOf(out), (ins.aligned + offsetOf(ins))..., count, unit,
+    body(out.aligned + offsetOf(out), (ins.aligned + offsetOf(ins))..., count, unit, streaming,
          out.strides[kRank - 1], ins.strides[kRank - 1]...);
     position += count;
     index[kRank - 1] += count;
@@ -56,6 +62,7 @@ void forEachRun(const maia_grid_t* grid, const Ref<Out>& out, const Ref<Ins>&...
       ++index[d - 1];
     }
   }
+  if (streaming) _mm_sfence();
 }
 
 /// out = fn(in) elementwise.
@@ -64,9 +71,13 @@ void unary(void* const* args, const maia_grid_t* grid, Fn fn) {
   const auto& out = maia_kernel::memref<Out, kRank>(args, 0);
   const auto& in = maia_kernel::memref<In, kRank>(args, 1);
   forEachRun<Out, In>(grid, out, in,
-                      [&](Out* o, const In* a, int64_t n, bool unit, int64_t so, int64_t sa) {
+                      [&](Out* o, const In* a, int64_t n, bool unit, bool streaming, int64_t so,
+                          int64_t sa) {
                         if (unit) {
-                          for (int64_t i = 0; i < n; ++i) o[i] = store<Out>(fn(load(a[i])));
+                          writeRun(o, n, streaming, [&](Out* d, int64_t first, int64_t count) {
+                            const In* x = a + first;
+                            for (int64_t i = 0; i < count; ++i) d[i] = store<Out>(fn(load(x[i])));
+                          });
                         } else {
                           for (int64_t i = 0; i < n; ++i)
                             o[i * so] = store<Out>(fn(load(a[i * sa])));
@@ -81,11 +92,15 @@ void binary(void* const* args, const maia_grid_t* grid, Fn fn) {
   const auto& a = maia_kernel::memref<A, kRank>(args, 1);
   const auto& b = maia_kernel::memref<B, kRank>(args, 2);
   forEachRun<Out, A, B>(grid, out, a, b,
-                        [&](Out* o, const A* x, const B* y, int64_t n, bool unit, int64_t so,
-                            int64_t sx, int64_t sy) {
+                        [&](Out* o, const A* x, const B* y, int64_t n, bool unit,
+                            bool streaming, int64_t so, int64_t sx, int64_t sy) {
                           if (unit) {
-                            for (int64_t i = 0; i < n; ++i)
-                              o[i] = store<Out>(fn(load(x[i]), load(y[i])));
+                            writeRun(o, n, streaming, [&](Out* d, int64_t first, int64_t count) {
+                              const A* xs = x + first;
+                              const B* ys = y + first;
+                              for (int64_t i = 0; i < count; ++i)
+                                d[i] = store<Out>(fn(load(xs[i]), load(ys[i])));
+                            });
                           } else {
                             for (int64_t i = 0; i < n; ++i)
                               o[i * so] = store<Out>(fn(load(x[i * sx]), load(y[i * sy])));
@@ -102,9 +117,13 @@ void ternaryStored(void* const* args, const maia_grid_t* grid, Fn fn) {
   const auto& c = maia_kernel::memref<C, kRank>(args, 3);
   forEachRun<Out, A, B, C>(grid, out, a, b, c,
                            [&](Out* o, const A* x, const B* y, const C* z, int64_t n, bool unit,
-                               int64_t so, int64_t sx, int64_t sy, int64_t sz) {
+                               bool streaming, int64_t so, int64_t sx, int64_t sy, int64_t sz) {
                              if (unit) {
-                               for (int64_t i = 0; i < n; ++i) o[i] = fn(x[i], y[i], z[i]);
+                               writeRun(o, n, streaming,
+                                        [&](Out* d, int64_t first, int64_t count) {
+                                          for (int64_t i = 0; i < count; ++i)
+                                            d[i] = fn(x[first + i], y[first + i], z[first + i]);
+                                        });
                              } else {
                                for (int64_t i = 0; i < n; ++i)
                                  o[i * so] = fn(x[i * sx], y[i * sy], z[i * sz]);
@@ -132,7 +151,8 @@ void ternaryTwoOutputs(void* const* args, const maia_grid_t* grid, Fn fn) {
   const auto& c = maia_kernel::memref<T, kRank>(args, 4);
   forEachRun<T, T, T, T, T>(grid, out0, out1, a, b, c,
                             [&](T* o0, T* o1, T* x, T* y, T* z, int64_t n, bool unit,
-                                int64_t s0, int64_t s1, int64_t sx, int64_t sy, int64_t sz) {
+                                bool /*streaming: two outputs, written in place*/, int64_t s0,
+                                int64_t s1, int64_t sx, int64_t sy, int64_t sz) {
                               if (unit) {
                                 s0 = s1 = sx = sy = sz = 1;  // constant strides vectorize
                               }

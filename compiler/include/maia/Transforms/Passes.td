@@ -107,4 +107,47 @@ def MaiaMathToLibm : Pass<"maia-math-to-libm", "::mlir::ModuleOp"> {
   ];
 }
 
+def MaiaAlignNontemporalStores
+    : Pass<"maia-align-nontemporal-stores", "::mlir::ModuleOp"> {
+  let summary = "Make nontemporal vector stores aligned streaming stores";
+  let description = [{
+    A `vector.store {nontemporal = true}` lowers to an `llvm.store` with the
+    `nontemporal` flag and the element's alignment (4 for f32), and LLVM
+    emits an under-aligned nontemporal vector store as one scalar `movnti`
+    per 8 bytes: a 64-byte vector becomes 8 stores and 8 extracts instead of
+    one `vmovntps`. The streaming store instructions need an address aligned
+    to the register they write.
+
+    This pass runs on the LLVM dialect. Each nontemporal `llvm.store` of a
+    1-D vector of 16 to 64 bytes, or of a larger power of two (the backend
+    splits it into 64-byte registers), whose `alignment` is below that
+    size (capped at 64) is guarded by a test of the address: an aligned
+    address takes the store with the full alignment (one streaming store per
+    register), any other an ordinary store (an unaligned streaming store
+    would be the scalarized form above, or a fault). Stores of scalars or of
+    other vector sizes, temporal stores and stores already aligned are left
+    as they are. The branch is taken the same way for every vector of a
+    kernel whose output starts aligned, so it predicts perfectly.
+
+    ```mlir
+    llvm.store %v, %p {alignment = 4 : i64, nontemporal} : vector<16xf32>, !llvm.ptr
+    ```
+    becomes
+    ```mlir
+    %a = llvm.ptrtoint %p : !llvm.ptr to i64
+    %low = llvm.and %a, %c63 : i64
+    %ok = llvm.icmp "eq" %low, %c0 : i64
+    llvm.cond_br %ok, ^stream, ^plain
+  ^stream:
+    llvm.store %v, %p {alignment = 64 : i64, nontemporal} : vector<16xf32>, !llvm.ptr
+    llvm.br ^next
+  ^plain:
+    llvm.store %v, %p {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
+    llvm.br ^next
+  ^next:
+    ```
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 #endif // MAIA_TRANSFORMS_PASSES_TD
