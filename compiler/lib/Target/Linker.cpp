@@ -2,8 +2,10 @@
 //
 // Runs lld's ELF driver in process, so no ld.lld needs to be installed next
 // to the compiler, and reads the linked shared object back. Undefined
-// symbols are resolved against libc and libm only, so a kernel calling
-// anything else fails here rather than when the driver loads it.
+// symbols are resolved against libc and libm and the micro-kernel archive
+// (whose members only a kernel calling them pulls in, with the C++ runtime
+// and TLS support they need), so a kernel calling anything else fails here
+// rather than when the driver loads it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,8 +29,8 @@ mc::Linker::~Linker() {
     llvm::sys::fs::remove_directories(tempDir);
 }
 
-bool mc::Linker::link(llvm::StringRef object, std::string &binary,
-                      std::string &error) {
+bool mc::Linker::link(llvm::StringRef object, const UkernelLibrary &ukernels,
+                      std::string &binary, std::string &error) {
   if (!lldUsable) {
     error = "the in-process linker cannot run again after an earlier failure; "
             "restart the compiler";
@@ -72,8 +74,25 @@ bool mc::Linker::link(llvm::StringRef object, std::string &binary,
   // ops without an approximation -> libm); any other undefined symbol (a
   // runtime helper such as printF32 or memrefCopy) is a link error here
   // rather than a load failure in the driver.
-  static const char *const systemLibraries[] = {
+  std::vector<const char *> systemLibraries = {
       "/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libc.so.6"};
+  // A kernel calling a micro-kernel names it in its string table. Only such
+  // kernels link the archive and what its code needs (it is the eager
+  // GEMM's: per-thread packing buffers, TLS freed at thread exit through
+  // libstdc++), so every other kernel links as before.
+  bool callsUkernel = object.contains("maia_ukernel_");
+  if (callsUkernel && !ukernels.path.empty()) {
+    args.push_back(ukernels.path.c_str());
+    systemLibraries.push_back("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
+    systemLibraries.push_back("/lib64/ld-linux-x86-64.so.2");
+    // With TLS, lld 19 sizes PT_PHDR for one more segment than it emits
+    // when -z now leaves the writable non-RELRO segment empty, and the
+    // driver refuses a PT_PHDR that disagrees with the header. Lazy binding
+    // keeps .got.plt in that segment; the driver binds every symbol at load
+    // time regardless.
+    args.push_back("-z");
+    args.push_back("lazy");
+  }
   bool haveSystemLibraries = true;
   for (const char *library : systemLibraries)
     haveSystemLibraries &= llvm::sys::fs::exists(library);
@@ -90,6 +109,9 @@ bool mc::Linker::link(llvm::StringRef object, std::string &binary,
   lldUsable = result.canRunAgain;
   if (result.retCode != 0) {
     error = "linking with lld failed: " + messages;
+    if (callsUkernel && ukernels.path.empty())
+      error += "the kernel calls a micro-kernel, but " +
+               ukernels.missingReason + "\n";
     return false;
   }
   auto buffer = llvm::MemoryBuffer::getFile(outputPath, /*IsText=*/false,
