@@ -4,13 +4,14 @@ as one MLIR kernel.
 It is a pointwise MaiaKernel over C (x = row * N + column) whose rows are
 exactly C's rows (`inner` = N), so the 2-D grid of pointwise kernels is a
 grid over blocks of C's rows x chunks of its columns. Each program walks
-its rows in blocks of `block_rows`; per block it calls the micro-kernel
-(runtime/kernels/ukernels), which writes that block of C, then runs the
-epilogue nodes' code over the same block, reading C back from cache:
+its share of C in blocks of at most block_rows x block_cols; per block it
+calls the micro-kernel (runtime/kernels/ukernels), which writes that block
+of C, then runs the epilogue nodes' code over the same block, reading C
+back from L2:
 
-    for rb in [row_start, row_stop) step block_rows:
-      maia_ukernel_gemm_<T>(A, B, C, rows rb..rb+block_rows, cols chunk)
-      for row in block: for lanes in chunk: <epilogue>      (MaiaKernel's loops)
+    for rb in rows step (~block_rows): for cb in columns step (~block_cols):
+      maia_ukernel_gemm_<T>(A, B, C, rows rb.., columns cb..)
+      for row in block: for lanes in block: <epilogue>   (MaiaKernel's loops)
 
 C is the template's buffer (it stays allocated: it is the accumulator the
 epilogue reads); the epilogue's outputs are ordinary stores.
@@ -23,7 +24,7 @@ from torch._inductor.codegen.common import IndentedBuffer
 from torch._inductor.virtualized import V
 
 from . import mlir_types as mt
-from .gemm_grid import maia_gemm_grid
+from .gemm_grid import TILE_COLS, TILE_ROWS, maia_gemm_grid
 from .kernel import MaiaKernel, pexpr
 
 UKERNEL_ARG_TYPES = ("memref<?x{t}>, index, index, index, " * 3
@@ -77,19 +78,27 @@ class MaiaGemmKernel(MaiaKernel):
         for function, function_type in sorted(self.libm_functions.items()):
             code.writeline(f"func.func private @{function}{function_type}")
         # Constants land in the prologue: emit every one before it is spliced.
-        block = self.index_constant(self.gemm.block_rows)
         loop = IndentedBuffer()
-        loop.writeline(f"scf.for %rb = %x_row_start to %x_row_stop step {block} {{")
+        rows_step = self._block_step(loop, "rb", "%x_row_start", "%x_row_stop",
+                                     self.gemm.block_rows, TILE_ROWS)
+        cols_step = self._block_step(loop, "cb", "%x_chunk_start", "%x_chunk_stop",
+                                     self.gemm.block_cols, TILE_COLS)
+        loop.writeline(f"scf.for %rb = %x_row_start to %x_row_stop step {rows_step} {{")
         with loop.indent():
-            loop.writeline(f"%rb_next = arith.addi %rb, {block} : index")
+            loop.writeline(f"%rb_next = arith.addi %rb, {rows_step} : index")
             loop.writeline("%rb_stop = arith.minsi %rb_next, %x_row_stop : index")
             loop.writeline("%rb_rows = arith.subi %rb_stop, %rb : index")
-            loop.writeline("%chunk_cols = arith.subi %x_chunk_stop, %x_chunk_start : index")
-            loop.writeline(call)
-            if str(self.body).strip():
-                self._loop_header(loop, "%x_chunk_start", "%x_chunk_stop", "%rb", "%rb_stop")
-                loop.splice(self.body)
-                self._loop_footer(loop)
+            loop.writeline(f"scf.for %cb = %x_chunk_start to %x_chunk_stop step {cols_step} {{")
+            with loop.indent():
+                loop.writeline(f"%cb_next = arith.addi %cb, {cols_step} : index")
+                loop.writeline("%cb_stop = arith.minsi %cb_next, %x_chunk_stop : index")
+                loop.writeline("%cb_cols = arith.subi %cb_stop, %cb : index")
+                loop.writeline(call)
+                if str(self.body).strip():
+                    self._loop_header(loop, "%cb", "%cb_stop", "%rb", "%rb_stop")
+                    loop.splice(self.body)
+                    self._loop_footer(loop)
+            loop.writeline("}")
         loop.writeline("}")
         signature = ", ".join(f"{ssa}: {ty}" for ssa, ty, _ in args)
         code.writeline(f"func.func @{name}({signature}) attributes "
@@ -101,6 +110,22 @@ class MaiaGemmKernel(MaiaKernel):
             code.writeline("return")
         code.writeline("}")
         return code.getvalue()
+
+    def _block_step(self, code, name, start, stop, most, unit):
+        """The step of a loop over [start, stop) in near-equal blocks of at
+        most `most` (when the range allows), rounded up to whole register
+        tiles of `unit`: a 256-row share is one block, not 252 + 4 rows whose
+        call would repack B for 4 rows."""
+        one = self.index_constant(1)
+        most_c, unit_c = self.index_constant(most), self.index_constant(unit)
+        code.writeline(f"%{name}_span = arith.subi {stop}, {start} : index")
+        code.writeline(f"%{name}_count0 = arith.ceildivsi %{name}_span, {most_c} : index")
+        code.writeline(f"%{name}_count = arith.maxsi %{name}_count0, {one} : index")
+        code.writeline(f"%{name}_even = arith.ceildivsi %{name}_span, %{name}_count : index")
+        code.writeline(f"%{name}_tiles0 = arith.ceildivsi %{name}_even, {unit_c} : index")
+        code.writeline(f"%{name}_tiles = arith.maxsi %{name}_tiles0, {one} : index")
+        code.writeline(f"%{name}_step = arith.muli %{name}_tiles, {unit_c} : index")
+        return f"%{name}_step"
 
     def _ukernel(self) -> str:
         return f"maia_ukernel_gemm_{mt.memory_type(self.gemm.get_dtype())}"
@@ -122,7 +147,7 @@ class MaiaGemmKernel(MaiaKernel):
             operands += [f"%{arg}", value(layout.offset), value(layout.stride[0]),
                          value(layout.stride[1])]
         depth = value(self._mnk()[2])
-        operands += [depth, "%rb", "%rb_rows", "%x_chunk_start", "%chunk_cols"]
+        operands += [depth, "%rb", "%rb_rows", "%cb", "%cb_cols"]
         element = mt.memory_type(self.gemm.get_dtype())
         types = UKERNEL_ARG_TYPES.format(t=element)
         return f"func.call @{self._ukernel()}({', '.join(operands)}) : ({types}) -> ()"

@@ -33,11 +33,11 @@ from torch._inductor.virtualized import V
 LIBRARY = "maia_gemm"
 # Element types the micro-kernels exist for (runtime/kernels/ukernels).
 SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-# Rows of C per micro-kernel call: the epilogue then reads a block of
-# BLOCK_ROWS x (the program's columns) of C while it is in L2. Each call
-# repacks its panel of B, so fewer, larger blocks pack less (18 register
-# tiles of 14 rows).
-BLOCK_ROWS = 252
+# The block of C per micro-kernel call, at most: the epilogue then reads
+# the block back from L2 (252 x 512 fp32 is 504 KiB of a 1 MiB L2). Each
+# call packs its rows of A and columns of B, so blocks much smaller than
+# this pack more per multiply-add (18 x 16 register tiles).
+BLOCK_ROWS, BLOCK_COLS = 252, 512
 
 aten = torch.ops.aten
 
@@ -61,9 +61,10 @@ class MaiaGemmBuffer(TemplateBuffer):
     [A, B], any strides (views of weights, transposes). The kernel, not a
     renderer, generates the code: make_kernel_render stays None."""
 
-    def __init__(self, layout, inputs, block_rows: int = BLOCK_ROWS) -> None:
+    def __init__(self, layout, inputs, block_rows: int = BLOCK_ROWS,
+                 block_cols: int = BLOCK_COLS) -> None:
         super().__init__(layout, inputs, make_kernel_render=None)
-        self.block_rows = block_rows
+        self.block_rows, self.block_cols = block_rows, block_cols
 
     def operands(self):
         """(A, B) as buffers or reinterpreted views with their layouts."""
@@ -93,7 +94,10 @@ def use_gemm_templates(graph: torch.fx.Graph) -> None:
     """mm -> maia_gemm.mm; addmm -> maia_gemm.mm + the bias as a pointwise
     epilogue. The C++ wrapper (cpp_wrapper, AOTInductor) keeps the extern
     kernels: its launcher knows only the pointwise and reduction grids."""
-    if inductor_config.cpp_wrapper or inductor_config.aot_inductor.output_path:
+    from . import config
+
+    if (not config.gemm_templates or inductor_config.cpp_wrapper
+            or inductor_config.aot_inductor.output_path):
         return
     ops = gemm_ops()
     for node in list(graph.nodes):
