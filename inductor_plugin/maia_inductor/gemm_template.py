@@ -154,6 +154,9 @@ class GemmTemplateScheduling:
                 f"(prologues: {len(prologue_nodes)}, source only: {only_gen_src_code})")
         epilogue = [n for n in epilogue_nodes
                     if n.get_name() not in self.scheduler.removed_ops]
+        if not epilogue:
+            self._extern_product(template_node)
+            return None
         kernel = self._gemm_kernel(template_node, epilogue)
         if kernel.rows_follow_product():
             self._emit_gemm_kernel(kernel, [template_node, *epilogue])
@@ -161,10 +164,19 @@ class GemmTemplateScheduling:
         # The fused nodes split C's rows differently (rare: a view that cuts
         # a row): the product alone, then the epilogue as a kernel of its own
         # (which frees the buffers these nodes used last).
-        self._emit_gemm_kernel(self._gemm_kernel(template_node, []), [template_node],
-                               free_buffers=False)
+        self._extern_product(template_node)
         self._codegen_nodes(epilogue, None)
         return None
+
+    def _extern_product(self, template_node) -> None:
+        """A product with nothing fused into it is the eager GEMM kernel's
+        call, as without templates: the template could only add packing
+        (each block repacks its panels)."""
+        gemm = _gemm_of(template_node)
+        wrapper = V.graph.wrapper_code
+        template_node.mark_run()
+        a, b = (operand.codegen_reference() for operand in gemm.operands())
+        wrapper.writeline(f"extern_kernels.mm({a}, {b}, out={gemm.get_name()})")
 
     def _gemm_kernel(self, template_node, epilogue):
         from .gemm_kernel import MaiaGemmKernel
@@ -177,11 +189,11 @@ class GemmTemplateScheduling:
         self.codegen_node_schedule_with_kernel(node_schedule, kernel)
         return kernel
 
-    def _emit_gemm_kernel(self, kernel, nodes, free_buffers=True) -> None:
+    def _emit_gemm_kernel(self, kernel, nodes) -> None:
         with V.set_kernel_handler(kernel):
             source = kernel.codegen_kernel()
         kernel.kernel_name = self.define_kernel(source, nodes, kernel)
         with V.set_kernel_handler(kernel):
             for node in nodes:
                 node.mark_run()
-        self._launch_kernel_and_cleanup(kernel, nodes, free_buffers=free_buffers)
+        self._launch_kernel_and_cleanup(kernel, nodes)

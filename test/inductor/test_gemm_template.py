@@ -41,11 +41,15 @@ class TestOneKernel:
         assert "extern_kernels." not in wrapper
         assert wrapper.count(".run(") == 1
 
-    def test_plain_mm_is_the_template_alone(self):
-        _, kernels = wrapper_and_kernels(lambda a, b: torch.mm(a, b), torch.randn(20, 30),
-                                         torch.randn(30, 40))
-        assert len(kernels) == 1 and UKERNEL_CALL in kernels[0].mlir
-        assert "vector.maskedstore" not in kernels[0].mlir
+    def test_product_without_epilogue_is_the_extern_kernel(self):
+        # Nothing to fuse: the eager GEMM, which packs less than the
+        # template's blocks.
+        wrapper, kernels = wrapper_and_kernels(lambda a, b: torch.mm(a, b.t()),
+                                               torch.randn(20, 30), torch.randn(40, 30))
+        assert kernels == []
+        assert "extern_kernels.mm(" in wrapper and "reinterpret_tensor" in wrapper
+        assert_compiled_matches(lambda a, b: torch.mm(a, b.t()), torch.randn(20, 30),
+                                torch.randn(40, 30), maia_kernels=False)
 
     def test_relu_silu_cast_fuse(self):
         def fn(x, w, b):
@@ -77,9 +81,9 @@ class TestOneKernel:
             return c + c.t()
 
         args = torch.randn(300, 24), torch.randn(24, 300)
-        _, kernels = wrapper_and_kernels(fn, *args)
-        assert len(kernels) == 2
-        assert UKERNEL_CALL not in kernels[1].mlir
+        wrapper, kernels = wrapper_and_kernels(fn, *args)
+        assert len(kernels) == 1 and UKERNEL_CALL not in kernels[0].mlir
+        assert "extern_kernels.mm(" in wrapper
         assert_compiled_matches(fn, *args)
 
     def test_reduction_of_the_product_is_a_kernel_of_its_own(self):
@@ -87,8 +91,8 @@ class TestOneKernel:
             return torch.mm(a, b).sum(dim=1)
 
         args = torch.randn(50, 30), torch.randn(30, 70)
-        _, kernels = wrapper_and_kernels(fn, *args)
-        assert len(kernels) == 2
+        wrapper, kernels = wrapper_and_kernels(fn, *args)
+        assert len(kernels) == 1 and "extern_kernels.mm(" in wrapper
         assert_compiled_matches(fn, *args)
 
     def test_epilogue_splitting_rows_runs_after_the_template(self):
@@ -98,9 +102,9 @@ class TestOneKernel:
             return (torch.mm(a, b).view(30, 20, 2) * s).exp()
 
         args = torch.randn(30, 16), torch.randn(16, 40), torch.randn(2)
-        _, kernels = wrapper_and_kernels(fn, *args)
-        assert len(kernels) == 2
-        assert UKERNEL_CALL in kernels[0].mlir and UKERNEL_CALL not in kernels[1].mlir
+        wrapper, kernels = wrapper_and_kernels(fn, *args)
+        assert len(kernels) == 1 and UKERNEL_CALL not in kernels[0].mlir
+        assert "extern_kernels.mm(" in wrapper
         assert_compiled_matches(fn, *args)
 
 
