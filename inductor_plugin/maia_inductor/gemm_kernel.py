@@ -4,14 +4,18 @@ as one MLIR kernel.
 It is a pointwise MaiaKernel over C (x = row * N + column) whose rows are
 exactly C's rows (`inner` = N), so the 2-D grid of pointwise kernels is a
 grid over blocks of C's rows x chunks of its columns. Each program walks
-its share of C in blocks of at most block_rows x block_cols; per block it
-calls the micro-kernel (runtime/kernels/ukernels), which writes that block
-of C, then runs the epilogue nodes' code over the same block, reading C
-back from L2:
+its share of C in blocks of columns, and each column block in blocks of
+rows; per block it calls the micro-kernel (runtime/kernels/ukernels),
+which writes that block of C, then runs the epilogue nodes' code over the
+same block, reading C back from cache:
 
-    for rb in rows step (~block_rows): for cb in columns step (~block_cols):
-      maia_ukernel_gemm_<T>(A, B, C, rows rb.., columns cb..)
+    for cb in columns step (~block_cols): for rb in rows step (~block_rows):
+      maia_ukernel_gemm_<T>(A, B, C, rows rb.., columns cb.., reuse_b=rb>start)
       for row in block: for lanes in block: <epilogue>   (MaiaKernel's loops)
+
+The micro-kernel packs the column block's panel of B (all of K) at the
+first row block and reuses it for the others, as the eager GEMM packs B
+once per program.
 
 C is the template's buffer (it stays allocated: it is the accumulator the
 epilogue reads); the epilogue's outputs are ordinary stores.
@@ -28,7 +32,7 @@ from .gemm_grid import TILE_COLS, TILE_ROWS, maia_gemm_grid
 from .kernel import MaiaKernel, pexpr
 
 UKERNEL_ARG_TYPES = ("memref<?x{t}>, index, index, index, " * 3
-                     + "index, index, index, index, index")
+                     + "index, index, index, index, index, index")
 
 
 class MaiaGemmKernel(MaiaKernel):
@@ -79,20 +83,24 @@ class MaiaGemmKernel(MaiaKernel):
             code.writeline(f"func.func private @{function}{function_type}")
         # Constants land in the prologue: emit every one before it is spliced.
         loop = IndentedBuffer()
-        rows_step = self._block_step(loop, "rb", "%x_row_start", "%x_row_stop",
-                                     self.gemm.block_rows, TILE_ROWS)
         cols_step = self._block_step(loop, "cb", "%x_chunk_start", "%x_chunk_stop",
-                                     self.gemm.block_cols, TILE_COLS)
-        loop.writeline(f"scf.for %rb = %x_row_start to %x_row_stop step {rows_step} {{")
+                                     self._column_block(loop), TILE_COLS)
+        rows_step = self._block_step(loop, "rb", "%x_row_start", "%x_row_stop",
+                                     self.index_constant(self.gemm.block_rows), TILE_ROWS)
+        # Columns outside, rows inside: the rows of one column block read
+        # the same panel of B, which the micro-kernel packs at the first row
+        # block and reuses after (reuse_b = rb - row_start, nonzero after).
+        loop.writeline(f"scf.for %cb = %x_chunk_start to %x_chunk_stop step {cols_step} {{")
         with loop.indent():
-            loop.writeline(f"%rb_next = arith.addi %rb, {rows_step} : index")
-            loop.writeline("%rb_stop = arith.minsi %rb_next, %x_row_stop : index")
-            loop.writeline("%rb_rows = arith.subi %rb_stop, %rb : index")
-            loop.writeline(f"scf.for %cb = %x_chunk_start to %x_chunk_stop step {cols_step} {{")
+            loop.writeline(f"%cb_next = arith.addi %cb, {cols_step} : index")
+            loop.writeline("%cb_stop = arith.minsi %cb_next, %x_chunk_stop : index")
+            loop.writeline("%cb_cols = arith.subi %cb_stop, %cb : index")
+            loop.writeline(f"scf.for %rb = %x_row_start to %x_row_stop step {rows_step} {{")
             with loop.indent():
-                loop.writeline(f"%cb_next = arith.addi %cb, {cols_step} : index")
-                loop.writeline("%cb_stop = arith.minsi %cb_next, %x_chunk_stop : index")
-                loop.writeline("%cb_cols = arith.subi %cb_stop, %cb : index")
+                loop.writeline(f"%rb_next = arith.addi %rb, {rows_step} : index")
+                loop.writeline("%rb_stop = arith.minsi %rb_next, %x_row_stop : index")
+                loop.writeline("%rb_rows = arith.subi %rb_stop, %rb : index")
+                loop.writeline("%reuse_b = arith.subi %rb, %x_row_start : index")
                 loop.writeline(call)
                 if str(self.body).strip():
                     self._loop_header(loop, "%cb", "%cb_stop", "%rb", "%rb_stop")
@@ -111,13 +119,28 @@ class MaiaGemmKernel(MaiaKernel):
         code.writeline("}")
         return code.getvalue()
 
+    def _column_block(self, code):
+        """At most this many columns per block: the packed panel of B (depth
+        x columns, all of K) stays within `packed_b_floats` (L3), between
+        TILE_COLS * 4 and `block_cols` columns."""
+        emitter = self._emitter(code, lambda: None)
+        depth = emitter.emit(self._renamed(sympy.sympify(self._mnk()[2])))
+        one = self.index_constant(1)
+        budget = self.index_constant(self.gemm.packed_b_floats)
+        least = self.index_constant(4 * TILE_COLS)
+        most = self.index_constant(self.gemm.block_cols)
+        code.writeline(f"%cb_depth = arith.maxsi {depth}, {one} : index")
+        code.writeline(f"%cb_fit = arith.divsi {budget}, %cb_depth : index")
+        code.writeline(f"%cb_fit_low = arith.maxsi %cb_fit, {least} : index")
+        code.writeline(f"%cb_most = arith.minsi %cb_fit_low, {most} : index")
+        return "%cb_most"
+
     def _block_step(self, code, name, start, stop, most, unit):
         """The step of a loop over [start, stop) in near-equal blocks of at
         most `most` (when the range allows), rounded up to whole register
-        tiles of `unit`: a 256-row share is one block, not 252 + 4 rows whose
-        call would repack B for 4 rows."""
+        tiles of `unit`: a 256-row share is one block, not 252 + 4 rows."""
         one = self.index_constant(1)
-        most_c, unit_c = self.index_constant(most), self.index_constant(unit)
+        most_c, unit_c = most, self.index_constant(unit)
         code.writeline(f"%{name}_span = arith.subi {stop}, {start} : index")
         code.writeline(f"%{name}_count0 = arith.ceildivsi %{name}_span, {most_c} : index")
         code.writeline(f"%{name}_count = arith.maxsi %{name}_count0, {one} : index")
@@ -147,7 +170,7 @@ class MaiaGemmKernel(MaiaKernel):
             operands += [f"%{arg}", value(layout.offset), value(layout.stride[0]),
                          value(layout.stride[1])]
         depth = value(self._mnk()[2])
-        operands += [depth, "%rb", "%rb_rows", "%cb", "%cb_cols"]
+        operands += [depth, "%rb", "%rb_rows", "%cb", "%cb_cols", "%reuse_b"]
         element = mt.memory_type(self.gemm.get_dtype())
         types = UKERNEL_ARG_TYPES.format(t=element)
         return f"func.call @{self._ukernel()}({', '.join(operands)}) : ({types}) -> ()"

@@ -33,11 +33,13 @@ from torch._inductor.virtualized import V
 LIBRARY = "maia_gemm"
 # Element types the micro-kernels exist for (runtime/kernels/ukernels).
 SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-# The block of C per micro-kernel call, at most: the epilogue then reads
-# the block back from L2 (252 x 512 fp32 is 504 KiB of a 1 MiB L2). Each
-# call packs its rows of A and columns of B, so blocks much smaller than
-# this pack more per multiply-add (18 x 16 register tiles).
-BLOCK_ROWS, BLOCK_COLS = 252, 512
+# The block of C per micro-kernel call, at most: rows x columns, the
+# epilogue reading the block back from cache. The micro-kernel packs a
+# column block's panel of B (all of K) once and reuses it for every row
+# block, so rows cost only A's packing (1/columns per multiply-add); the
+# packed panel is held to PACKED_B_FLOATS (4 MiB, L3) by narrowing the
+# column blocks for deep products.
+BLOCK_ROWS, BLOCK_COLS, PACKED_B_FLOATS = 252, 2048, 1 << 20
 
 aten = torch.ops.aten
 
@@ -62,9 +64,10 @@ class MaiaGemmBuffer(TemplateBuffer):
     renderer, generates the code: make_kernel_render stays None."""
 
     def __init__(self, layout, inputs, block_rows: int = BLOCK_ROWS,
-                 block_cols: int = BLOCK_COLS) -> None:
+                 block_cols: int = BLOCK_COLS, packed_b_floats: int = PACKED_B_FLOATS) -> None:
         super().__init__(layout, inputs, make_kernel_render=None)
         self.block_rows, self.block_cols = block_rows, block_cols
+        self.packed_b_floats = packed_b_floats
 
     def operands(self):
         """(A, B) as buffers or reinterpreted views with their layouts."""

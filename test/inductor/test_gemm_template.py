@@ -36,7 +36,7 @@ class TestOneKernel:
         # the epilogue on the same block: bias load, gelu, residual, store.
         call = mlir.index(UKERNEL_CALL + "f32(")
         epilogue = mlir.index("math.erf", call)
-        assert mlir.index("scf.for %cb", mlir.index("scf.for %rb")) < call < epilogue
+        assert mlir.index("scf.for %rb", mlir.index("scf.for %cb")) < call < epilogue
         assert "vector.maskedstore" in mlir[epilogue:]
         assert "extern_kernels." not in wrapper
         assert wrapper.count(".run(") == 1
@@ -108,9 +108,10 @@ class TestOneKernel:
         assert_compiled_matches(fn, *args)
 
 
-# Odd sizes; several row and column blocks per program (600 x 1100).
+# Odd sizes; several row blocks per program (600 rows); several column
+# blocks per program (depth 2000: the packed panel of B holds 524 columns).
 SHAPES = [(1, 1, 1), (1, 64, 100), (5, 3, 7), (37, 45, 29), (100, 1, 33), (128, 256, 64),
-          (300, 513, 17), (515, 67, 300), (600, 40, 1100)]
+          (300, 513, 17), (515, 67, 300), (600, 40, 1100), (70, 2000, 1500)]
 
 
 class TestNumerics:

@@ -21,9 +21,10 @@ show(linear_bias_gelu, x, w, b, atol=1e-4, rtol=1e-4)
 # CHECK-LABEL: // linear_bias_gelu: 1 kernels
 # CHECK: func.func private @maia_ukernel_gemm_f32(memref<?xf32>, index, index, index,
 # CHECK: func.func @maia_gemm_fused_{{.*}}(%in_ptr0: memref<?xf32>, %in_ptr1: memref<?xf32>, %in_ptr2: memref<?xf32>, %out_ptr0: memref<?xf32>, %out_ptr1: memref<?xf32>)
-# CHECK: scf.for %rb = %x_row_start to %x_row_stop step %rb_step
 # CHECK: scf.for %cb = %x_chunk_start to %x_chunk_stop step %cb_step
-# CHECK: func.call @maia_ukernel_gemm_f32(%in_ptr{{[0-9]}}, {{.*}}, %out_ptr0, {{.*}}, %rb, %rb_rows, %cb, %cb_cols)
+# CHECK: scf.for %rb = %x_row_start to %x_row_stop step %rb_step
+# CHECK: %reuse_b = arith.subi %rb, %x_row_start
+# CHECK: func.call @maia_ukernel_gemm_f32(%in_ptr{{[0-9]}}, {{.*}}, %out_ptr0, {{.*}}, %rb, %rb_rows, %cb, %cb_cols, %reuse_b)
 # CHECK: scf.for %row0 = %rb to %rb_stop
 # CHECK: scf.for %lane0 = %cb to %cb_stop
 # CHECK: %[[C:.*]] = vector.maskedload %out_ptr0

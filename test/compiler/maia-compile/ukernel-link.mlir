@@ -22,15 +22,15 @@
 func.func private @maia_ukernel_gemm_f32(memref<?xf32>, index, index, index,
                                          memref<?xf32>, index, index, index,
                                          memref<?xf32>, index, index, index,
-                                         index, index, index, index, index)
+                                         index, index, index, index, index, index)
 
 func.func @gemm_tile(%a: memref<?xf32>, %b: memref<?xf32>, %c: memref<?xf32>,
                      %m: index, %n: index, %k: index) attributes {maia.kernel} {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   func.call @maia_ukernel_gemm_f32(%a, %c0, %k, %c1, %b, %c0, %n, %c1,
-                                   %c, %c0, %n, %c1, %k, %c0, %m, %c0, %n)
+                                   %c, %c0, %n, %c1, %k, %c0, %m, %c0, %n, %c0)
       : (memref<?xf32>, index, index, index, memref<?xf32>, index, index, index,
-         memref<?xf32>, index, index, index, index, index, index, index, index) -> ()
+         memref<?xf32>, index, index, index, index, index, index, index, index, index) -> ()
   return
 }
