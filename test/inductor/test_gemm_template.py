@@ -62,6 +62,28 @@ class TestOneKernel:
         assert "arith.truncf" in kernels[0].mlir
         assert_compiled_matches(fn, *args, atol=1e-2, rtol=1e-2)
 
+    def test_addmm_without_pointwise_consumer_stays_extern(self):
+        # Only the bias to fuse: the extern addmm adds it while writing C.
+        def fn(c, a, b):
+            return torch.addmm(c, a, b).view(4, 5, 31).permute(1, 0, 2)
+
+        args = torch.randn(31), torch.randn(20, 26), torch.randn(26, 31)
+        wrapper, kernels = wrapper_and_kernels(fn, *args)
+        assert "extern_kernels.addmm(" in wrapper and not kernels
+        assert_compiled_matches(fn, *args, maia_kernels=False)
+
+    def test_epilogue_feeding_only_a_reduction_goes_to_the_reduction(self):
+        # linear -> gelu -> layer_norm: the layer norm takes bias + gelu as
+        # its prologue (in registers); the product is the extern call.
+        def fn(x, w, b):
+            return F.layer_norm(F.gelu(F.linear(x, w, b)), (48,))
+
+        args = torch.randn(33, 64), torch.randn(48, 64), torch.randn(48)
+        wrapper, kernels = wrapper_and_kernels(fn, *args)
+        assert len(kernels) == 1 and UKERNEL_CALL not in kernels[0].mlir
+        assert "math.erf" in kernels[0].mlir and "extern_kernels.mm(" in wrapper
+        assert_compiled_matches(fn, *args)
+
     def test_transposed_store_fuses(self):
         # The epilogue reads C where the program wrote it and stores its
         # result transposed (a scatter): fine within one program.
@@ -146,9 +168,14 @@ class TestNumerics:
         bias = torch.randn(31)
         if beta == 0:
             bias = torch.full((31,), float("nan"))  # beta == 0 ignores it
-        assert_compiled_matches(
-            lambda c, a, b: torch.addmm(c, a, b, beta=beta, alpha=alpha),
-            bias, torch.randn(19, 26), torch.randn(26, 31))
+        args = bias, torch.randn(19, 26), torch.randn(26, 31)
+
+        def fn(c, a, b):
+            return torch.addmm(c, a, b, beta=beta, alpha=alpha).tanh()
+
+        assert_compiled_matches(fn, *args)
+        _, kernels = wrapper_and_kernels(fn, *args)
+        assert len(kernels) == 1 and UKERNEL_CALL in kernels[0].mlir
 
     def test_empty_depth_gives_zeros(self):
         assert_compiled_matches(lambda a, b: torch.mm(a, b) + 1, torch.randn(9, 0),
