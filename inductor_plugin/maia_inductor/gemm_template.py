@@ -129,9 +129,9 @@ def _has_pointwise_consumer(node: torch.fx.Node) -> bool:
             continue
         seen.add(user)
         target = user.target
-        if isinstance(target, torch._ops.OpOverload) and (target.is_view or target in _VIEWS):
+        if getattr(target, "is_view", False) or target in _VIEWS:
             pending.extend(user.users)
-        elif isinstance(target, torch._ops.OpOverload) and torch.Tag.pointwise in target.tags:
+        elif torch.Tag.pointwise in getattr(target, "tags", ()):
             return True
     return False
 
