@@ -5,7 +5,9 @@ own post-grad passes on every graph that touches a maia tensor).
 
 Operators without an MLIR lowering (eager_fallbacks.py) are retargeted to
 their eager twins, which Inductor calls as fallback kernels (they warn,
-naming the operator, the first time they run).
+naming the operator, the first time they run). Matrix products become GEMM
+templates (gemm_template.py: mm -> maia_gemm.mm, addmm -> maia_gemm.mm plus
+the bias as a pointwise epilogue).
 
 Why a full argmax/argmin needs a pass: Inductor reorders a reduction's loops
 to follow memory order, so the position a reduction reports is the position
@@ -21,7 +23,7 @@ expression.
 import torch
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
-from . import eager_fallbacks
+from . import eager_fallbacks, gemm_template
 
 aten = torch.ops.aten
 _ARG_REDUCTIONS = (aten.argmax.default, aten.argmin.default)
@@ -83,7 +85,8 @@ class MaiaPostGradPasses(CustomGraphModulePass):
     def __call__(self, gm: torch.fx.GraphModule) -> None:
         flatten_full_arg_reductions(gm.graph)
         run_unlowered_ops_eagerly(gm.graph)
+        gemm_template.use_gemm_templates(gm.graph)
         gm.recompile()
 
     def uuid(self):
-        return get_hash_for_files((__file__, eager_fallbacks.__file__))
+        return get_hash_for_files((__file__, eager_fallbacks.__file__, gemm_template.__file__))

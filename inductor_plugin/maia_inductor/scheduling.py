@@ -6,7 +6,8 @@ Fusion policy: SIMDScheduling's, which fuses producers into consumers and
 siblings that iterate the same (numel, reduction numel); a reduction fuses
 its pointwise prologue and epilogue. The device has no block tiling to
 choose: the iteration space stays one flat range (plus the reduction range),
-and MaiaKernel splits it into rows by itself.
+and MaiaKernel splits it into rows by itself. GEMM templates and their
+epilogues: GemmTemplateScheduling (gemm_template.py).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from torch._inductor.codegen.simd import SIMDScheduling
 from torch._inductor.utils import get_fused_kernel_name, get_kernel_metadata
 from torch._inductor.virtualized import V
 
+from .gemm_template import GemmTemplateScheduling
 from .kernel import MaiaKernel
 
 KERNEL_NAME_PLACEHOLDER = "MAIA_KERNEL_NAME"
@@ -25,7 +27,7 @@ KERNEL_NAME_PLACEHOLDER = "MAIA_KERNEL_NAME"
 kernel_source_observers: list = []
 
 
-class MaiaScheduling(SIMDScheduling):
+class MaiaScheduling(GemmTemplateScheduling, SIMDScheduling):
     kernel_type = MaiaKernel  # type: ignore[assignment]
 
     def __init__(self, scheduler) -> None:
@@ -41,7 +43,8 @@ class MaiaScheduling(SIMDScheduling):
         if src_code in wrapper.src_to_kernel:
             return wrapper.src_to_kernel[src_code]
         fused = get_fused_kernel_name(node_schedule, config.triton.descriptive_names)
-        kind = "red" if kernel.is_reduction_kernel else "poi"
+        kind = getattr(kernel, "kernel_kind", None) or (
+            "red" if kernel.is_reduction_kernel else "poi")
         name = f"maia_{kind}_{fused}_{wrapper.next_kernel_suffix()}"
         wrapper.src_to_kernel[src_code] = name
         mlir = src_code.replace(KERNEL_NAME_PLACEHOLDER, name)

@@ -39,6 +39,8 @@ REQUIRED = [
     "torch_maia/lib/maia/kernels/maia_conv_kernels_v4.maiabin",
     "torch_maia/lib/maia/kernels/maia_attention_kernels_v3.maiabin",
     "torch_maia/lib/maia/kernels/maia_attention_kernels_v4.maiabin",
+    "torch_maia/lib/maia/kernels/libmaia_ukernels_v3.a",
+    "torch_maia/lib/maia/kernels/libmaia_ukernels_v4.a",
     "torch_maia/bin/maia-compile",
     "torch_maia/bin/maia-opt",
     "torch_maia/include/maia/runtime.h",

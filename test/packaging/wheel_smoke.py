@@ -57,6 +57,18 @@ binaries = list(cache.rglob("*.maiabin"))
 assert binaries, f"torch.compile wrote no MAIA kernel binary under {cache}"
 print(f"torch.compile: ok ({len(binaries)} kernel binaries, compiler {compiler})")
 
+
+# A GEMM template kernel: the installed compiler links the installed
+# micro-kernel archive (lib/maia/kernels) into it.
+def linear_gelu(a, w, bias):
+    return torch.nn.functional.gelu(torch.nn.functional.linear(a, w, bias))
+
+
+w, bias = torch.randn(24, 33), torch.randn(24)
+torch.testing.assert_close(torch.compile(linear_gelu)(xd, w.to("maia"), bias.to("maia")).cpu(),
+                           linear_gelu(x, w, bias), rtol=1e-4, atol=1e-4)
+print("torch.compile GEMM template: ok")
+
 # cpp_wrapper: the C++ wrapper carries the installed maia/aoti.h.
 import torch._inductor.config as inductor_config  # noqa: E402
 

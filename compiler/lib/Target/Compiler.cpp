@@ -15,6 +15,7 @@
 #include "HostTarget.h"
 #include "KernelMetadata.h"
 #include "Linker.h"
+#include "Ukernels.h"
 #include "ParseSandbox.h"
 
 #include "maia/Pipeline/Pipeline.h"
@@ -253,7 +254,8 @@ mc::CompileResult mc::Compiler::Impl::compile(std::string_view source,
   }
 
   std::string linkError;
-  if (!linker.link(code.str(), result.output, linkError))
+  if (!linker.link(code.str(), findUkernelLibrary(target->features),
+                   result.output, linkError))
     return fail(linkError);
   timer.finish("link");
   result.succeeded = true;

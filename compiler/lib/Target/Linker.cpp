@@ -2,8 +2,10 @@
 //
 // Runs lld's ELF driver in process, so no ld.lld needs to be installed next
 // to the compiler, and reads the linked shared object back. Undefined
-// symbols are resolved against libc and libm only, so a kernel calling
-// anything else fails here rather than when the driver loads it.
+// symbols are resolved against libc and libm and the micro-kernel archive
+// (whose members only a kernel calling them pulls in, with the C++ runtime
+// and TLS support they need), so a kernel calling anything else fails here
+// rather than when the driver loads it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,19 +18,67 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
+#include <cstring>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 LLD_HAS_DRIVER(elf)
 
 namespace mc = ::maia::compiler;
 
+namespace {
+
+/// Runs lld in a forked child, which exits afterwards, so the link leaves
+/// nothing behind in this process. Needed for kernels that link the
+/// micro-kernel archive: after a link with a TLS segment, lld 19 run in
+/// process again corrupted a few bytes of later, unrelated outputs (their
+/// .maia.meta JSON; 2-4 binaries in 300 alternating compiles, none with the
+/// links kept apart). The child is single-threaded: one lld thread.
+lld::Result linkInChild(std::vector<const char *> args,
+                        const std::string &logPath, std::string &messages) {
+  args.push_back("--threads=1");
+  lld::Result result;
+  result.retCode = 1;
+  pid_t child = fork();
+  if (child < 0) {
+    messages = "cannot fork the linker process: " +
+               std::string(std::strerror(errno)) + "\n";
+    return result;
+  }
+  if (child == 0) {
+    std::error_code ec;
+    llvm::raw_fd_ostream log(logPath, ec);
+    lld::Result childResult =
+        ec ? lld::Result{1, false}
+           : lld::lldMain(args, log, log, {{lld::Gnu, &lld::elf::link}});
+    log.flush();
+    _exit(childResult.retCode == 0 ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (auto log = llvm::MemoryBuffer::getFile(logPath))
+    messages = (*log)->getBuffer().str();
+  llvm::sys::fs::remove(logPath);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+    result.retCode = 0;
+  else if (WIFSIGNALED(status))
+    messages += "the linker process died of signal " +
+                std::to_string(WTERMSIG(status)) + "\n";
+  return result;
+}
+
+} // namespace
+
 mc::Linker::~Linker() {
   if (!tempDir.empty())
     llvm::sys::fs::remove_directories(tempDir);
 }
 
-bool mc::Linker::link(llvm::StringRef object, std::string &binary,
-                      std::string &error) {
+bool mc::Linker::link(llvm::StringRef object, const UkernelLibrary &ukernels,
+                      std::string &binary, std::string &error) {
   if (!lldUsable) {
     error = "the in-process linker cannot run again after an earlier failure; "
             "restart the compiler";
@@ -72,8 +122,25 @@ bool mc::Linker::link(llvm::StringRef object, std::string &binary,
   // ops without an approximation -> libm); any other undefined symbol (a
   // runtime helper such as printF32 or memrefCopy) is a link error here
   // rather than a load failure in the driver.
-  static const char *const systemLibraries[] = {
+  std::vector<const char *> systemLibraries = {
       "/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libc.so.6"};
+  // A kernel calling a micro-kernel names it in its string table. Only such
+  // kernels link the archive and what its code needs (it is the eager
+  // GEMM's: per-thread packing buffers, TLS freed at thread exit through
+  // libstdc++), so every other kernel links as before.
+  bool callsUkernel = object.contains("maia_ukernel_");
+  if (callsUkernel && !ukernels.path.empty()) {
+    args.push_back(ukernels.path.c_str());
+    systemLibraries.push_back("/usr/lib/x86_64-linux-gnu/libstdc++.so.6");
+    systemLibraries.push_back("/lib64/ld-linux-x86-64.so.2");
+    // With TLS, lld 19 sizes PT_PHDR for one more segment than it emits
+    // when -z now leaves the writable non-RELRO segment empty, and the
+    // driver refuses a PT_PHDR that disagrees with the header. Lazy binding
+    // keeps .got.plt in that segment; the driver binds every symbol at load
+    // time regardless.
+    args.push_back("-z");
+    args.push_back("lazy");
+  }
   bool haveSystemLibraries = true;
   for (const char *library : systemLibraries)
     haveSystemLibraries &= llvm::sys::fs::exists(library);
@@ -84,12 +151,20 @@ bool mc::Linker::link(llvm::StringRef object, std::string &binary,
       args.push_back(library);
   }
   std::string messages;
-  llvm::raw_string_ostream messageStream(messages);
-  lld::Result result = lld::lldMain(args, messageStream, messageStream,
-                                    {{lld::Gnu, &lld::elf::link}});
-  lldUsable = result.canRunAgain;
+  lld::Result result;
+  if (callsUkernel && !ukernels.path.empty()) {
+    result = linkInChild(args, stem + ".log", messages);
+  } else {
+    llvm::raw_string_ostream messageStream(messages);
+    result = lld::lldMain(args, messageStream, messageStream,
+                          {{lld::Gnu, &lld::elf::link}});
+    lldUsable = result.canRunAgain;
+  }
   if (result.retCode != 0) {
     error = "linking with lld failed: " + messages;
+    if (callsUkernel && ukernels.path.empty())
+      error += "the kernel calls a micro-kernel, but " +
+               ukernels.missingReason + "\n";
     return false;
   }
   auto buffer = llvm::MemoryBuffer::getFile(outputPath, /*IsText=*/false,

@@ -8,6 +8,8 @@
 #ifndef MAIA_LIB_TARGET_LINKER_H
 #define MAIA_LIB_TARGET_LINKER_H
 
+#include "Ukernels.h"
+
 #include "llvm/ADT/StringRef.h"
 
 #include <string>
@@ -23,8 +25,10 @@ public:
   Linker(const Linker &) = delete;
   Linker &operator=(const Linker &) = delete;
 
-  /// Links `object` into a shared object; returns false with `error` set.
-  bool link(llvm::StringRef object, std::string &binary, std::string &error);
+  /// Links `object` into a shared object, with the members of the
+  /// micro-kernel archive it calls (if any); returns false with `error` set.
+  bool link(llvm::StringRef object, const UkernelLibrary &ukernels,
+            std::string &binary, std::string &error);
 
 private:
   std::string tempDir;

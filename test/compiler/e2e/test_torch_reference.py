@@ -18,6 +18,7 @@ KERNELS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
 
 MEMREF, SCALAR = 0, 1
 F32 = 8
+INDEX = 10
 H2D, D2H = 1, 2
 
 
@@ -114,7 +115,7 @@ def worker_binaries(tmp_path_factory):
     directory = tmp_path_factory.mktemp("worker")
     requests = [json.dumps({"id": name, "output": str(directory / f"{name}.maiabin"),
                             "source": open(os.path.join(KERNELS, f"{name}.mlir")).read()})
-                for name in ("softmax", "row_sum", "elementwise")]
+                for name in ("softmax", "row_sum", "elementwise", "gemm_ukernel")]
     done = subprocess.run([COMPILER, "--server"], input="\n".join(requests) + "\n",
                           capture_output=True, text=True, check=True)
     replies = [json.loads(line) for line in done.stdout.splitlines()]
@@ -168,3 +169,53 @@ class TestCompiledKernels:
             "scale_shift_2d", 13, [memref(dx, [13, 7], list(x.stride())), memref(dout, [13, 7], [7, 1]),
                                    scalar(2.0), scalar(-1.0)])
         torch.testing.assert_close(device.download(dout, torch.zeros(13, 7)), x * 2.0 - 1.0)
+
+
+def index(value):
+    arg = KernelArg(kind=SCALAR, dtype=INDEX)
+    arg.scalar.i = value
+    return arg
+
+
+class TestMicroKernelCalls:
+    """Kernels calling the GEMM micro-kernel library, which the compiler links
+    into their binary (compiler/lib/Target/Ukernels.cpp)."""
+
+    # 130 rows on 2 programs: blocks of 20, 20, 20, 5 rows reusing packed B;
+    # K = 900 spans several K blocks of the packing.
+    @pytest.mark.parametrize("m,n,k,programs", [(1, 1, 1, 1), (37, 45, 29, 3), (130, 70, 300, 2),
+                                                (130, 100, 900, 2)])
+    @pytest.mark.parametrize("transposed_b", [False, True])
+    def test_gemm_relu_matches_torch(self, driver, device, binary, m, n, k, programs,
+                                     transposed_b):
+        a, b = torch.randn(m, k), torch.randn(k, n)
+        b_storage = b.t().contiguous() if transposed_b else b
+        b_strides = (1, k) if transposed_b else (n, 1)
+        da, db = device.upload(a), device.upload(b_storage)
+        dc = device.upload(torch.full((m, n), float("nan")))
+        Module(driver, binary("gemm_ukernel")).launch(
+            "gemm_relu", programs,
+            [memref(da, [m * k], [1]), memref(db, [k * n], [1]), memref(dc, [m * n], [1]),
+             index(m), index(n), index(k), index(b_strides[0]), index(b_strides[1])])
+        # fp32 sums of k products in another order than torch's BLAS
+        tolerance = 2e-6 * k ** 0.5 * 10
+        torch.testing.assert_close(device.download(dc, torch.zeros(m, n)), torch.relu(a @ b),
+                                   rtol=tolerance, atol=tolerance)
+
+    def test_new_contents_of_b_are_packed_again(self, driver, device, binary):
+        # The same device buffers launched twice, B rewritten in between: the
+        # second launch's first call must not reuse the panels the first
+        # launch packed (reuse_b is 0 there), whatever thread runs it.
+        m, n, k = 60, 64, 100
+        a, b1, b2 = torch.randn(m, k), torch.randn(k, n), torch.randn(k, n)
+        da, db = device.upload(a), device.upload(b1)
+        dc = device.upload(torch.zeros(m, n))
+        module = Module(driver, binary("gemm_ukernel"))
+        args = [memref(da, [m * k], [1]), memref(db, [k * n], [1]), memref(dc, [m * n], [1]),
+                index(m), index(n), index(k), index(n), index(1)]
+        for b in (b1, b2, b1, b2):
+            check(driver, driver.maiaMemcpy(db, ctypes.c_void_p(b.data_ptr()),
+                                            ctypes.c_size_t(b.nbytes), H2D))
+            module.launch("gemm_relu", 1, args)
+            torch.testing.assert_close(device.download(dc, torch.zeros(m, n)),
+                                       torch.relu(a @ b), rtol=1e-4, atol=1e-4)

@@ -1,0 +1,229 @@
+"""GEMM template kernels: mm/addmm (and so nn.Linear) in compiled maia graphs
+become one MLIR kernel that calls the GEMM micro-kernel for each block of
+C and runs the pointwise epilogue Inductor fuses into it (bias, activation,
+residual add, dtype cast) on that block while it is in cache.
+
+How a product gets here (docs/inductor.md, "GEMM templates"):
+1. The post-grad pass (graph_passes.py) retargets `aten.mm` on maia to
+   `maia_gemm.mm` (same schema) and splits `aten.addmm` into `maia_gemm.mm`
+   plus a pointwise add of the bias, which Inductor then fuses back as the
+   epilogue. Inductor's own mm lowering (`tuned_mm`) offers a device only
+   the extern kernel and the Triton/CUTLASS/C++ templates of in-tree
+   devices; a lowering for our own operator is the registry way to offer
+   another, and touches nothing of other devices.
+2. The lowering of `maia_gemm.mm` builds a `MaiaGemmBuffer`, an
+   `ir.TemplateBuffer`, so the scheduler offers its consumers as epilogues.
+3. `GemmTemplateScheduling` (a base of MaiaScheduling) generates the
+   kernel (gemm_kernel.py) of the product and the pointwise epilogue nodes
+   the scheduler fused into it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import torch
+from torch._inductor import config as inductor_config
+from torch._inductor.ir import TemplateBuffer, TensorBox
+from torch._inductor.codegen.simd_kernel_features import SIMDKernelFeatures
+from torch._inductor.kernel.mm_common import mm_args
+from torch._inductor.lowering import register_lowering
+from torch._inductor.virtualized import V
+
+LIBRARY = "maia_gemm"
+# Element types the micro-kernels exist for (runtime/kernels/ukernels).
+SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+# The block of C per micro-kernel call, at most: rows x columns, the
+# epilogue reading the block back from cache. The micro-kernel packs a
+# column block's panel of B (all of K) once and reuses it for every row
+# block, so rows cost only A's packing (1/columns per multiply-add); the
+# packed panel is held to PACKED_B_FLOATS (4 MiB, L3) by narrowing the
+# column blocks for deep products.
+BLOCK_ROWS, BLOCK_COLS, PACKED_B_FLOATS = 252, 2048, 1 << 20
+
+aten = torch.ops.aten
+
+
+@functools.lru_cache(None)
+def gemm_ops():
+    """The maia_gemm operators (defined on first call): what the post-grad
+    pass retargets products to. Eagerly, and under fake tensors, they are
+    the aten operators."""
+    library = torch.library.Library(LIBRARY, "DEF")
+    library.define("mm(Tensor self, Tensor mat2) -> Tensor")
+    library.impl("mm", lambda a, b: aten.mm(a, b), "CompositeExplicitAutograd")
+    torch.library.register_fake(f"{LIBRARY}::mm", lambda a, b: aten.mm(a, b), lib=library)
+    register_lowering(torch.ops.maia_gemm.mm.default, type_promotion_kind=None)(_lower_mm)
+    gemm_ops.library = library  # keeps the definitions alive
+    return torch.ops.maia_gemm
+
+
+class MaiaGemmBuffer(TemplateBuffer):
+    """C = A @ B, written by a template kernel (gemm_kernel.py); inputs
+    [A, B], any strides (views of weights, transposes). The kernel, not a
+    renderer, generates the code: make_kernel_render stays None."""
+
+    def __init__(self, layout, inputs, block_rows: int = BLOCK_ROWS,
+                 block_cols: int = BLOCK_COLS, packed_b_floats: int = PACKED_B_FLOATS) -> None:
+        super().__init__(layout, inputs, make_kernel_render=None)
+        self.block_rows, self.block_cols = block_rows, block_cols
+        self.packed_b_floats = packed_b_floats
+
+    def operands(self):
+        """(A, B) as buffers or reinterpreted views with their layouts."""
+        return self.inputs[0], self.inputs[1]
+
+
+def _lower_mm(mat1, mat2):
+    m, n, k, layout, mat1, mat2 = mm_args(mat1, mat2)
+    return TensorBox.create(MaiaGemmBuffer(layout, [mat1, mat2]))
+
+
+# --------------------------------------------------------------- post-grad
+def _fake(node: torch.fx.Node):
+    value = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+    return value if isinstance(value, torch.Tensor) else None
+
+
+def _templatable(*operands) -> bool:
+    """Both operands are 2-D maia tensors of a dtype the micro-kernels have."""
+    values = [_fake(x) for x in operands]
+    return all(v is not None and v.device.type == "maia" and v.dim() == 2
+               and v.dtype in SUPPORTED_DTYPES and v.dtype == values[0].dtype
+               for v in values)
+
+
+def use_gemm_templates(graph: torch.fx.Graph) -> None:
+    """mm -> maia_gemm.mm; addmm with a pointwise consumer -> maia_gemm.mm +
+    the bias as a pointwise epilogue (the consumer joins it). The C++ wrapper (cpp_wrapper, AOTInductor) keeps the extern
+    kernels: its launcher knows only the pointwise and reduction grids."""
+    from . import config
+
+    if (not config.gemm_templates or inductor_config.cpp_wrapper
+            or inductor_config.aot_inductor.output_path):
+        return
+    ops = gemm_ops()
+    for node in list(graph.nodes):
+        if node.op != "call_function":
+            continue
+        if node.target is aten.mm.default and _templatable(*node.args[:2]):
+            node.target = ops.mm.default
+        elif (node.target is aten.addmm.default and _templatable(*node.args[1:3])
+              and _has_pointwise_consumer(node)):
+            _split_addmm(graph, node, ops)
+
+
+_VIEWS = (aten._unsafe_view.default,)
+
+
+def _has_pointwise_consumer(node: torch.fx.Node) -> bool:
+    """Whether a pointwise operator reads node's result (through views):
+    only then can the template fuse more than the bias, which the extern
+    addmm adds while it writes C. A bias-only epilogue costs a pass over C
+    and a second buffer (measured: the zoo's BERT layer at 0.67x, its Q/K/V
+    projections feeding bmm)."""
+    pending, seen = list(node.users), set()
+    while pending:
+        user = pending.pop()
+        if user in seen or user.op != "call_function":
+            continue
+        seen.add(user)
+        target = user.target
+        if getattr(target, "is_view", False) or target in _VIEWS:
+            pending.extend(user.users)
+        elif torch.Tag.pointwise in getattr(target, "tags", ()):
+            return True
+    return False
+
+
+def _split_addmm(graph: torch.fx.Graph, node: torch.fx.Node, ops) -> None:
+    bias, mat1, mat2 = node.args[:3]
+    beta = node.kwargs.get("beta", 1)
+    alpha = node.kwargs.get("alpha", 1)
+    value = node.meta["val"]
+    with graph.inserting_before(node):
+        result = graph.call_function(ops.mm.default, (mat1, mat2))
+        result.meta["val"] = value
+        if alpha != 1:
+            result = graph.call_function(aten.mul.Tensor, (result, alpha))
+            result.meta["val"] = value
+        if beta != 0:  # beta == 0 ignores the bias, NaN included (as BLAS)
+            if beta != 1:
+                bias = graph.call_function(aten.mul.Tensor, (bias, beta))
+                bias.meta["val"] = _fake(node.args[0]) * beta
+            result = graph.call_function(aten.add.Tensor, (result, bias))
+            result.meta["val"] = value
+    node.replace_all_uses_with(result)
+    graph.erase_node(node)
+
+
+# -------------------------------------------------------------- scheduling
+def _gemm_of(node):
+    template = node.get_template_node() if node.is_template() else None
+    return template if isinstance(template, MaiaGemmBuffer) else None
+
+
+class GemmTemplateScheduling:
+    """Mixin of MaiaScheduling: epilogue fusion into GEMM templates and
+    their code generation."""
+
+    # Which epilogues fuse: Inductor's rules for templates (pointwise, same
+    # numel, no mutation) and for any vertical fusion (a consumer reads the
+    # product at the index it was written at). That is what the kernel
+    # needs: a program holds only its own block of C, so an epilogue must
+    # read C where its own iteration is, and may store anywhere. A pointwise
+    # node that feeds only a reduction (linear -> gelu -> layer_norm) goes
+    # to the reduction as its prologue instead, by Inductor's own choice
+    # (tested).
+
+    def codegen_template(self, template_node, epilogue_nodes, prologue_nodes, *,
+                         only_gen_src_code=False, hint_override=None):
+        if _gemm_of(template_node) is None or prologue_nodes or only_gen_src_code:
+            raise NotImplementedError(
+                f"maia: cannot generate template {template_node.get_name()} "
+                f"(prologues: {len(prologue_nodes)}, source only: {only_gen_src_code})")
+        epilogue = [n for n in epilogue_nodes
+                    if n.get_name() not in self.scheduler.removed_ops]
+        if not epilogue:
+            self._extern_product(template_node)
+            return None
+        kernel = self._gemm_kernel(template_node, epilogue)
+        if kernel.rows_follow_product():
+            self._emit_gemm_kernel(kernel, [template_node, *epilogue])
+            return None
+        # The fused nodes split C's rows differently (rare: a view that cuts
+        # a row): the product alone, then the epilogue as a kernel of its own
+        # (which frees the buffers these nodes used last).
+        self._extern_product(template_node)
+        self._codegen_nodes(epilogue, None)
+        return None
+
+    def _extern_product(self, template_node) -> None:
+        """A product with nothing fused into it is the eager GEMM kernel's
+        call, as without templates: the template could only add packing
+        (each block repacks its panels)."""
+        gemm = _gemm_of(template_node)
+        wrapper = V.graph.wrapper_code
+        template_node.mark_run()
+        a, b = (operand.codegen_reference() for operand in gemm.operands())
+        wrapper.writeline(f"extern_kernels.mm({a}, {b}, out={gemm.get_name()})")
+
+    def _gemm_kernel(self, template_node, epilogue):
+        from .gemm_kernel import MaiaGemmKernel
+
+        _, (numel, rnumel) = template_node.group
+        node_schedule = self.generate_node_schedule(epilogue, numel, rnumel)
+        kernel = MaiaGemmKernel(self.create_tiling([numel], [rnumel]),
+                                gemm=_gemm_of(template_node),
+                                features=SIMDKernelFeatures(node_schedule, numel, rnumel))
+        self.codegen_node_schedule_with_kernel(node_schedule, kernel)
+        return kernel
+
+    def _emit_gemm_kernel(self, kernel, nodes) -> None:
+        with V.set_kernel_handler(kernel):
+            source = kernel.codegen_kernel()
+        kernel.kernel_name = self.define_kernel(source, nodes, kernel)
+        with V.set_kernel_handler(kernel):
+            for node in nodes:
+                node.mark_run()
+        self._launch_kernel_and_cleanup(kernel, nodes)
