@@ -27,18 +27,13 @@
 #include <cstdint>
 
 #include "conv.h"
+#include "program_split.h"
 
 namespace maia_conv {
 namespace {
 
-struct Range {
-  int64_t begin, end;
-};
-Range split(int64_t n, int64_t unit, int64_t parts, int64_t part) {
-  int64_t units = (n + unit - 1) / unit;
-  int64_t begin = units * part / parts * unit, end = units * (part + 1) / parts * unit;
-  return {begin < n ? begin : n, end < n ? end : n};
-}
+using maia_gemm::Range;
+using maia_gemm::split;
 
 void conv2dProgram(void* const* args, const maia_grid_t* grid) {
   using maia_kernel::memref;

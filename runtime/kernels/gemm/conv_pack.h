@@ -167,32 +167,12 @@ struct PanelPixels {
 /// several times as much.
 inline void transposeRows(const float* const* rows, uint32_t inside, int64_t channels,
                           float* panel) {
-  auto as_pd = [](__m512 v) { return _mm512_castps_pd(v); };
   const __mmask16 lanes = static_cast<__mmask16>(channels >= 16 ? 0xffff : (1u << channels) - 1);
-  __m512 r[16], t[16];
+  __m512 r[16];
   for (int i = 0; i < 16; ++i)
     r[i] = i < kMR && (inside >> i & 1u) ? _mm512_maskz_loadu_ps(lanes, rows[i])
                                          : _mm512_setzero_ps();
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_castpd_ps(_mm512_unpacklo_pd(as_pd(t[i]), as_pd(t[i + 2])));
-    r[i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(as_pd(t[i]), as_pd(t[i + 2])));
-    r[i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(as_pd(t[i + 1]), as_pd(t[i + 3])));
-    r[i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(as_pd(t[i + 1]), as_pd(t[i + 3])));
-  }
-  for (int i = 0; i < 16; i += 8) {
-    for (int j = 0; j < 4; ++j) {
-      t[i + j] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0x88);
-      t[i + j + 4] = _mm512_shuffle_f32x4(r[i + j], r[i + j + 4], 0xdd);
-    }
-  }
-  for (int j = 0; j < 8; ++j) {
-    r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
-    r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
-  }
+  maia_gemm::transposeInRegisters(r);
   const __mmask16 row_mask = static_cast<__mmask16>((1u << kMR) - 1);
   for (int c = 0; c < channels; ++c) _mm512_mask_storeu_ps(panel + c * kMR, row_mask, r[c]);
 }

@@ -29,20 +29,10 @@
 
 #include "element.h"
 #include "gemm.h"
+#include "program_split.h"
 
 namespace maia_gemm {
 namespace {
-
-/// [begin, end) of the part-th of parts near-equal slices of n elements,
-/// cut at multiples of unit.
-struct Range {
-  int64_t begin, end;
-};
-Range split(int64_t n, int64_t unit, int64_t parts, int64_t part) {
-  int64_t units = (n + unit - 1) / unit;
-  int64_t begin = units * part / parts * unit, end = units * (part + 1) / parts * unit;
-  return {begin < n ? begin : n, end < n ? end : n};
-}
 
 template <typename T>
 void gemmProgram(void* const* args, const maia_grid_t* grid) {

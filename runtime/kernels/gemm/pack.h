@@ -24,16 +24,12 @@ struct View {
 // unpack intrinsics as uninitialized (a false positive: GCC bug 105593).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
-/// dst row c = src column c of a 16 x 16 fp32 block (rows ld apart in src,
-/// ldd apart in dst): 16 loads, 64 in-register shuffles, 16 stores, where a
-/// scalar transpose takes 256 loads and stores.
-/// Only the first `lanes` elements of each dst row are stored, and only the
-/// first `rows` rows of src are read (the others count as zero).
-inline void transpose16x16(const float* src, int64_t ld, float* dst, int64_t ldd,
-                           int rows = 16, int lanes = 16) {
+/// Transposes the 16 x 16 fp32 block held in r (row i in r[i]) in place:
+/// 64 in-register shuffles, where a scalar transpose takes 256 loads and
+/// stores.
+inline void transposeInRegisters(__m512 (&r)[16]) {
   auto as_pd = [](__m512 v) { return _mm512_castps_pd(v); };
-  __m512 r[16], t[16];
-  for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_loadu_ps(src + i * ld) : _mm512_setzero_ps();
+  __m512 t[16];
   for (int i = 0; i < 16; i += 2) {  // interleave pairs of rows by 32 bits
     t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
     t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
@@ -54,6 +50,17 @@ inline void transpose16x16(const float* src, int64_t ld, float* dst, int64_t ldd
     r[j] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0x88);
     r[j + 8] = _mm512_shuffle_f32x4(t[j], t[j + 8], 0xdd);
   }
+}
+
+/// dst row c = src column c of a 16 x 16 fp32 block (rows ld apart in src,
+/// ldd apart in dst): 16 loads, the in-register transpose, 16 stores.
+/// Only the first `lanes` elements of each dst row are stored, and only the
+/// first `rows` rows of src are read (the others count as zero).
+inline void transpose16x16(const float* src, int64_t ld, float* dst, int64_t ldd,
+                           int rows = 16, int lanes = 16) {
+  __m512 r[16];
+  for (int i = 0; i < 16; ++i) r[i] = i < rows ? _mm512_loadu_ps(src + i * ld) : _mm512_setzero_ps();
+  transposeInRegisters(r);
   const __mmask16 mask = static_cast<__mmask16>((1u << lanes) - 1);
   for (int i = 0; i < 16; ++i) _mm512_mask_storeu_ps(dst + i * ldd, mask, r[i]);
 }
