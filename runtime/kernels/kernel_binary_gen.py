@@ -55,6 +55,12 @@ def kernel(name, args, grid_rank=1):
     return {"name": name, "symbol": name, "grid_rank": grid_rank, "args": args}
 
 
+def entry_point(symbol, statement):
+    """C++ source of the kernel entry symbol whose body is statement."""
+    return (f"MAIA_KERNEL {symbol}(void* const* args, const maia_grid_t* grid) {{\n"
+            f"  {statement}\n}}\n")
+
+
 def write_binary_sources(out_dir, isa, generator, kernels, sources):
     """Writes each sources[file_name] and metadata.gen.cpp into out_dir.
 

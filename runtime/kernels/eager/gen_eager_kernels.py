@@ -14,8 +14,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import kernel_binary_gen  # noqa: E402
-from kernel_binary_gen import (COMPLEX, DTYPES, FLOAT, INTEGRAL, NUMERIC, kernel, scalar,  # noqa: E402
-                               write_binary_sources)
+from kernel_binary_gen import (COMPLEX, DTYPES, FLOAT, INTEGRAL, NUMERIC,  # noqa: E402
+                               entry_point, kernel, scalar, write_binary_sources)
 
 
 BINARY = [  # op, functor, dtypes, output is bool
@@ -148,8 +148,7 @@ def main(out_dir, isa):
 
     def add(name, args, source, code):
         kernels.append(kernel(name, args))
-        source.append(f"MAIA_KERNEL {name}(void* const* args, const maia_grid_t* grid) {{\n"
-                      f"  {code}\n}}\n")
+        source.append(entry_point(name, code))
 
     for src, src_t, src_m, _ in DTYPES:
         for dst, dst_t, dst_m, _ in DTYPES:

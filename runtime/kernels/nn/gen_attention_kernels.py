@@ -16,7 +16,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from kernel_binary_gen import FLOAT, kernel, write_binary_sources  # noqa: E402
+from kernel_binary_gen import FLOAT, entry_point, kernel, write_binary_sources  # noqa: E402
 from kernel_binary_gen import memref as m, scalar as s  # noqa: E402
 
 # float32 and the 16-bit floats: the kernels compute in float32.
@@ -50,8 +50,7 @@ def main(out_dir, isa):
             symbol = f"{op}_{name}"
             kernels.append(kernel(symbol, [dict(a, dtype=meta if a["dtype"] == "T" else a["dtype"])
                                            for a in args]))
-            source.append(f"MAIA_KERNEL {symbol}(void* const* args, const maia_grid_t* grid) {{\n"
-                          f"  maia_attention::{template}<{t}>(args, grid);\n}}\n")
+            source.append(entry_point(symbol, f"maia_attention::{template}<{t}>(args, grid);"))
     write_binary_sources(out_dir, isa, "gen_attention_kernels.py", kernels,
                          {"attention.gen.cpp": "".join(source)})
 

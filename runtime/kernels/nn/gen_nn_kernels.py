@@ -15,7 +15,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from kernel_binary_gen import DTYPES, FLOAT, NUMERIC, kernel, write_binary_sources  # noqa: E402
+from kernel_binary_gen import (DTYPES, FLOAT, NUMERIC, entry_point, kernel,  # noqa: E402
+                               write_binary_sources)
 from kernel_binary_gen import memref as m, scalar as s  # noqa: E402
 
 FLOAT_AND_I64 = FLOAT + [d for d in DTYPES if d[0] == "i64"]
@@ -151,8 +152,7 @@ def main(out_dir, isa):
             symbol = f"{op}_{name}"
             kernels.append(kernel(symbol, [dict(a, dtype=_arg_dtype(a["dtype"], meta))
                                            for a in args]))
-            source.append(f"MAIA_KERNEL {symbol}(void* const* args, const maia_grid_t* grid) {{\n"
-                          f"  {call.format(t=t)}(args, grid);\n}}\n")
+            source.append(entry_point(symbol, f"{call.format(t=t)}(args, grid);"))
     write_binary_sources(out_dir, isa, "gen_nn_kernels.py", kernels,
                          {"nn.gen.cpp": "".join(source)})
 
