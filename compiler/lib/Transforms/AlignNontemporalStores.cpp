@@ -9,6 +9,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/SetVector.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::maia {
@@ -71,20 +72,38 @@ void guardStore(LLVM::StoreOp store, uint64_t alignment) {
   builder.create<LLVM::CondBrOp>(loc, aligned, streaming, plain);
 }
 
+/// Ends every return path of `func` with a store fence. Streaming stores
+/// are weakly ordered: without the fence, a program could be reported
+/// complete (and its output read by another core) while some of its lines
+/// still sit in write-combining buffers. The eager kernels and the driver's
+/// streaming copies fence the same way.
+void fenceReturns(LLVM::LLVMFuncOp func) {
+  func.walk([](LLVM::ReturnOp ret) {
+    OpBuilder builder(ret);
+    builder.create<LLVM::CallIntrinsicOp>(ret.getLoc(), TypeRange{},
+                                          "llvm.x86.sse.sfence", ValueRange{});
+  });
+}
+
 struct AlignNontemporalStoresPass
     : public maia::impl::MaiaAlignNontemporalStoresBase<
           AlignNontemporalStoresPass> {
   void runOnOperation() override {
     SmallVector<std::pair<LLVM::StoreOp, uint64_t>> stores;
+    llvm::SetVector<LLVM::LLVMFuncOp> streamingFuncs;
     getOperation()->walk([&](LLVM::StoreOp store) {
       if (!store.getNontemporal())
         return;
+      if (auto func = store->getParentOfType<LLVM::LLVMFuncOp>())
+        streamingFuncs.insert(func);
       uint64_t alignment = streamingAlignment(store.getValue().getType());
       if (alignment != 0 && store.getAlignment().value_or(0) < alignment)
         stores.emplace_back(store, alignment);
     });
     for (auto [store, alignment] : stores)
       guardStore(store, alignment);
+    for (LLVM::LLVMFuncOp func : streamingFuncs)
+      fenceReturns(func);
   }
 };
 

@@ -18,16 +18,20 @@
 // V4-NOT: movnti
 // V4: vmovntps %zmm
 // V4-NOT: movnti
+// V4: sfence
 // V4-LABEL: copy_ordinary:
 // V4-NOT: vmovnt
+// V4-NOT: sfence
 
 // V3-LABEL: copy_streaming:
 // V3-NOT: movnti
 // V3: vmovntps %ymm
 // V3-NEXT: vmovntps %ymm
 // V3-NOT: movnti
+// V3: sfence
 // V3-LABEL: copy_ordinary:
 // V3-NOT: vmovnt
+// V3-NOT: sfence
 
 func.func @copy_streaming(%x: memref<?xf32>, %y: memref<?xf32>) attributes {maia.kernel} {
   %c0 = arith.constant 0 : index

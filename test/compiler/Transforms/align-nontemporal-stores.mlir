@@ -17,6 +17,7 @@
 // CHECK-NEXT: llvm.store %[[V]], %[[P]] {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
 // CHECK-NEXT: llvm.br ^[[NEXT]]
 // CHECK: ^[[NEXT]]:
+// CHECK-NEXT: llvm.call_intrinsic "llvm.x86.sse.sfence"() : () -> ()
 // CHECK-NEXT: llvm.return
 llvm.func @vector_of_a_line(%p: !llvm.ptr, %v: vector<16xf32>) {
   llvm.store %v, %p {alignment = 4 : i64, nontemporal} : vector<16xf32>, !llvm.ptr
@@ -52,6 +53,9 @@ llvm.func @wide_and_narrow(%p: !llvm.ptr, %d: vector<16xf64>, %b: vector<16xi8>)
 // CHECK: llvm.store {{.*}} {alignment = 4 : i64, nontemporal} : vector<12xf32>
 // CHECK: llvm.store {{.*}} {alignment = 64 : i64, nontemporal} : vector<16xf32>
 // CHECK-NOT: llvm.cond_br
+// A function with streaming stores still ends with a store fence.
+// CHECK: llvm.call_intrinsic "llvm.x86.sse.sfence"()
+// CHECK-NEXT: llvm.return
 llvm.func @untouched(%p: !llvm.ptr, %v: vector<16xf32>, %s: f32, %h: vector<4xf16>,
                      %t: vector<12xf32>) {
   llvm.store %v, %p {alignment = 4 : i64} : vector<16xf32>, !llvm.ptr
@@ -59,5 +63,32 @@ llvm.func @untouched(%p: !llvm.ptr, %v: vector<16xf32>, %s: f32, %h: vector<4xf1
   llvm.store %h, %p {alignment = 2 : i64, nontemporal} : vector<4xf16>, !llvm.ptr
   llvm.store %t, %p {alignment = 4 : i64, nontemporal} : vector<12xf32>, !llvm.ptr
   llvm.store %v, %p {alignment = 64 : i64, nontemporal} : vector<16xf32>, !llvm.ptr
+  llvm.return
+}
+
+// -----
+
+// Temporal stores only: no fence. Every return of a function with
+// streaming stores gets one.
+// CHECK-LABEL: llvm.func @temporal_only(
+// CHECK-NOT: sfence
+// CHECK: llvm.return
+llvm.func @temporal_only(%p: !llvm.ptr, %v: vector<16xf32>) {
+  llvm.store %v, %p {alignment = 64 : i64} : vector<16xf32>, !llvm.ptr
+  llvm.return
+}
+
+// CHECK-LABEL: llvm.func @two_returns(
+// CHECK: llvm.cond_br
+// CHECK: llvm.call_intrinsic "llvm.x86.sse.sfence"()
+// CHECK-NEXT: llvm.return
+// CHECK: llvm.call_intrinsic "llvm.x86.sse.sfence"()
+// CHECK-NEXT: llvm.return
+llvm.func @two_returns(%p: !llvm.ptr, %v: vector<16xf32>, %c: i1) {
+  llvm.store %v, %p {alignment = 64 : i64, nontemporal} : vector<16xf32>, !llvm.ptr
+  llvm.cond_br %c, ^a, ^b
+^a:
+  llvm.return
+^b:
   llvm.return
 }

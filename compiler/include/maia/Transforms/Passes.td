@@ -129,6 +129,12 @@ def MaiaAlignNontemporalStores
     as they are. The branch is taken the same way for every vector of a
     kernel whose output starts aligned, so it predicts perfectly.
 
+    Every return of a function with a nontemporal store is preceded by a
+    store fence (`llvm.x86.sse.sfence`): streaming stores are weakly
+    ordered, and the device reports a program complete to other cores, so
+    its lines must leave the write-combining buffers first (the eager
+    kernels and the driver's streaming copies fence the same way).
+
     ```mlir
     llvm.store %v, %p {alignment = 4 : i64, nontemporal} : vector<16xf32>, !llvm.ptr
     ```
