@@ -6,7 +6,7 @@
 // shared object carries it. Each step that is more than a call into MLIR or
 // LLVM lives in its own file: HostTarget.cpp (target machines),
 // ParseSandbox.cpp (the forked first parse), KernelMetadata.cpp (the JSON),
-// Linker.cpp (in-process lld).
+// Linker.cpp (lld in a forked child).
 //
 //===----------------------------------------------------------------------===//
 

@@ -1,7 +1,8 @@
 //===- Linker.cpp - Link MAIA kernel objects with lld ---------------------===//
 //
-// Runs lld's ELF driver in process, so no ld.lld needs to be installed next
-// to the compiler, and reads the linked shared object back. Undefined
+// Runs lld's ELF driver (linked into the compiler, so no ld.lld needs to be
+// installed next to it) in a forked child per link, and reads the linked
+// shared object back. Undefined
 // symbols are resolved against libc and libm and the micro-kernel archive
 // (whose members only a kernel calling them pulls in, with the C++ runtime
 // and TLS support they need), so a kernel calling anything else fails here
@@ -31,11 +32,13 @@ namespace mc = ::maia::compiler;
 namespace {
 
 /// Runs lld in a forked child, which exits afterwards, so the link leaves
-/// nothing behind in this process. Needed for kernels that link the
-/// micro-kernel archive: after a link with a TLS segment, lld 19 run in
-/// process again corrupted a few bytes of later, unrelated outputs (their
-/// .maia.meta JSON; 2-4 binaries in 300 alternating compiles, none with the
-/// links kept apart). The child is single-threaded: one lld thread.
+/// nothing behind in this process. lld 19 keeps global state between
+/// in-process runs: after a link with a TLS segment, a later in-process
+/// link corrupted a few bytes of unrelated outputs (their .maia.meta JSON;
+/// 2-4 binaries in 300 alternating compiles), a failed link can leave it
+/// unable to run again, and every run resets the process's llvm::cl
+/// options. The fork costs about 4 ms per kernel (docs/compiler.md). The
+/// child is single-threaded: one lld thread.
 lld::Result linkInChild(std::vector<const char *> args,
                         const std::string &logPath, std::string &messages) {
   args.push_back("--threads=1");
@@ -79,11 +82,6 @@ mc::Linker::~Linker() {
 
 bool mc::Linker::link(llvm::StringRef object, const UkernelLibrary &ukernels,
                       std::string &binary, std::string &error) {
-  if (!lldUsable) {
-    error = "the in-process linker cannot run again after an earlier failure; "
-            "restart the compiler";
-    return false;
-  }
   if (tempDir.empty()) {
     llvm::SmallString<128> dir;
     if (std::error_code ec =
@@ -151,15 +149,7 @@ bool mc::Linker::link(llvm::StringRef object, const UkernelLibrary &ukernels,
       args.push_back(library);
   }
   std::string messages;
-  lld::Result result;
-  if (callsUkernel && !ukernels.path.empty()) {
-    result = linkInChild(args, stem + ".log", messages);
-  } else {
-    llvm::raw_string_ostream messageStream(messages);
-    result = lld::lldMain(args, messageStream, messageStream,
-                          {{lld::Gnu, &lld::elf::link}});
-    lldUsable = result.canRunAgain;
-  }
+  lld::Result result = linkInChild(args, stem + ".log", messages);
   if (result.retCode != 0) {
     error = "linking with lld failed: " + messages;
     if (callsUkernel && ukernels.path.empty())

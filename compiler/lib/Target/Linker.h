@@ -33,8 +33,6 @@ public:
 private:
   std::string tempDir;
   unsigned linkCounter = 0;
-  /// lld's global state may be unusable after a failed link; it says so.
-  bool lldUsable = true;
 };
 
 } // namespace maia::compiler
