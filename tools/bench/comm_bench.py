@@ -21,6 +21,7 @@ the bandwidth each rank's link must carry, comparable across rank counts
 and with a copy bandwidth.
 
 Usage: python tools/bench/comm_bench.py [--ranks 2 4] [--max-bytes 256M]
+       [--min-bytes 64M] [--collectives all_reduce ...]
        [--rounds 3] [--quick] [--json FILE]
 """
 
@@ -98,7 +99,7 @@ def _iterations(size: int, quick: bool) -> int:
     return 2 if quick else 5
 
 
-def _worker(rank, world, port, sizes, quick, rounds, results):
+def _worker(rank, world, port, sizes, quick, rounds, collectives, results):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     import torch
     import torch.distributed as dist
@@ -110,7 +111,7 @@ def _worker(rank, world, port, sizes, quick, rounds, results):
     maia_backend = dist.group.WORLD._get_backend(torch.device("maia", rank))
     transport = maia_backend.transport
     out = []
-    for collective in COLLECTIVES:
+    for collective in collectives:
         for size in sizes:
             elems = max(1, size // 4)
             if collective != "all_reduce":
@@ -157,7 +158,7 @@ def _worker(rank, world, port, sizes, quick, rounds, results):
     dist.destroy_process_group()
 
 
-def run_world(world: int, sizes, quick: bool, rounds: int):
+def run_world(world: int, sizes, quick: bool, rounds: int, collectives=COLLECTIVES):
     import torch.multiprocessing as mp
 
     with socket.socket() as s:
@@ -165,7 +166,8 @@ def run_world(world: int, sizes, quick: bool, rounds: int):
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     results = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(r, world, port, sizes, quick, rounds, results))
+    procs = [ctx.Process(target=_worker, args=(r, world, port, sizes, quick, rounds, collectives,
+                                                     results))
              for r in range(world)]
     for p in procs:
         p.start()
@@ -188,6 +190,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
     parser.add_argument("--max-bytes", default="256M")
+    parser.add_argument("--min-bytes", default="8",
+                        help="leave out smaller sizes (8 KiB is kept only if in range)")
+    parser.add_argument("--collectives", nargs="+", choices=COLLECTIVES, default=COLLECTIVES)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json")
@@ -197,16 +202,18 @@ def main():
     os.environ.setdefault("MAIA_NUM_CORES", "1")
     os.environ.setdefault("MAIA_DEVICE_MEMORY", "2G")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
-    sizes = sizes_up_to(parse_bytes(args.max_bytes), args.quick)
+    min_bytes = parse_bytes(args.min_bytes)
+    sizes = [s for s in sizes_up_to(parse_bytes(args.max_bytes), args.quick) if s >= min_bytes]
     report = []
     for world in args.ranks:
         memcpy = memcpy_bandwidth()
-        transport, rows = run_world(world, sizes, args.quick, args.rounds)
+        transport, rows = run_world(world, sizes, args.quick, args.rounds,
+                                    tuple(args.collectives))
         times = {(c, s, b): t for c, s, b, t in rows}
         print(f"\n{world} ranks, maia transport '{transport}', 2-thread memcpy {memcpy:.2f} GB/s")
         print(f"{'collective':<15}{'size':>10}{'maia us':>11}{'gloo us':>11}{'maia busbw':>12}"
               f"{'gloo busbw':>12}{'x gloo':>8}{'/memcpy':>9}")
-        for c in COLLECTIVES:
+        for c in args.collectives:
             for s in sorted({s for (cc, s, _) in times if cc == c}):
                 tm, tg = times[(c, s, "maia")], times[(c, s, "gloo")]
                 bm = s / tm * bus_factor(c, world) / 1e9

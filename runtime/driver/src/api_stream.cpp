@@ -6,6 +6,7 @@
 #include "event.h"
 #include "graph_capture.h"
 #include "ipc_event.h"
+#include "stream_value.h"
 
 using namespace maia::driver;
 
@@ -137,6 +138,30 @@ maiaError_t maiaLaunchHostFuncNamed(maiaStream_t stream, maiaHostFn_t fn, void* 
   std::shared_ptr<Stream> target;
   MAIA_RETURN_REPORT(resolveStream(stream, &target));
   return report(enqueue(target.get(), std::make_unique<HostFuncCommand>(fn, user_data, name)));
+}
+
+maiaError_t maiaStreamWaitValue64(maiaStream_t stream, void* device_ptr, uint64_t value,
+                                  unsigned flags, uint32_t timeout_ms) {
+  MAIA_API_ENTER();
+  std::shared_ptr<Stream> target;
+  MAIA_RETURN_REPORT(resolveStream(stream, &target));
+  if (target->capturing.load(std::memory_order_acquire)) [[unlikely]]
+    return report(captureViolation(target.get(), "maiaStreamWaitValue64"));
+  std::unique_ptr<Command> wait;
+  MAIA_RETURN_REPORT(
+      makeWaitValueCommand(target->device, device_ptr, value, flags, timeout_ms, &wait));
+  return report(enqueue(target.get(), std::move(wait)));
+}
+
+maiaError_t maiaStreamWriteValue64(maiaStream_t stream, void* device_ptr, uint64_t value) {
+  MAIA_API_ENTER();
+  std::shared_ptr<Stream> target;
+  MAIA_RETURN_REPORT(resolveStream(stream, &target));
+  if (target->capturing.load(std::memory_order_acquire)) [[unlikely]]
+    return report(captureViolation(target.get(), "maiaStreamWriteValue64"));
+  std::unique_ptr<Command> write;
+  MAIA_RETURN_REPORT(makeWriteValueCommand(target->device, device_ptr, value, &write));
+  return report(enqueue(target.get(), std::move(write)));
 }
 
 }  // extern "C"

@@ -34,6 +34,7 @@ struct Retired {
 struct Import {
   Device* device;
   void* mapping;
+  size_t length;  // of the mapping
   std::shared_ptr<Peer> peer;
   uint32_t slot;
   int importer_index;  // our entry in the slot's importers
@@ -161,7 +162,7 @@ Status openMemory(const maiaIpcMemHandle_t& handle, Device* device, void** out_p
   close(fd);  // the mapping keeps the memfd's pages
   if (!mapped.ok()) return fail(mapped);
   void* data = static_cast<char*>(mapping) + (bits.offset - begin);
-  s.imports.emplace(key, Import{device, mapping, std::move(peer), bits.slot, index, 1});
+  s.imports.emplace(key, Import{device, mapping, length, std::move(peer), bits.slot, index, 1});
   s.imports_by_pointer.emplace(data, key);
   *out_ptr = data;
   return {};
@@ -187,6 +188,17 @@ Status closeMemory(void* device_ptr) {
   closing.device->arena().unmapImport(closing.mapping);
   leaveSlot(closing.peer->table().memory[closing.slot], closing.importer_index);
   return {};
+}
+
+std::shared_ptr<Peer> importedFrom(const void* device_ptr) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const auto* p = static_cast<const char*>(device_ptr);
+  for (const auto& [key, import] : s.imports) {
+    const auto* begin = static_cast<const char*>(import.mapping);
+    if (p >= begin && p < begin + import.length) return import.peer;
+  }
+  return nullptr;
 }
 
 Status freeMemory(Device* device, void* ptr) {

@@ -6,6 +6,8 @@
 
 #include <maia/runtime.h>
 
+#include <memory>
+
 #include "error.h"
 
 namespace maia::driver {
@@ -14,10 +16,15 @@ class Device;
 
 namespace maia::driver::ipc {
 
+class Peer;
+
 Status exportMemory(void* device_ptr, maiaIpcMemHandle_t* out);
 /// Maps the handle's allocation into device (the caller's current device).
 Status openMemory(const maiaIpcMemHandle_t& handle, Device* device, void** out_ptr);
 Status closeMemory(void* device_ptr);
+/// The process whose exported memory device_ptr lies in (opened here), or
+/// null for this process's own memory.
+std::shared_ptr<Peer> importedFrom(const void* device_ptr);
 
 /// maiaFree of ptr on device (its queued work done): frees it, or, while
 /// another process has it open, retires it (reserved until they close).

@@ -82,7 +82,8 @@ IpcControl::IpcControl(c10d::Store& store, const std::string& prefix, int rank,
       size_(static_cast<int>(group_ranks.size())),
       group_ranks_(std::move(group_ranks)),
       bytes_(kLine + sizeof(Arrival) * group_ranks_.size() +
-             sizeof(Pair) * group_ranks_.size() * group_ranks_.size()) {
+             sizeof(Pair) * group_ranks_.size() * group_ranks_.size() +
+             sizeof(ExposedBuffer) * group_ranks_.size()) {
   const int size = size_;
   std::string name;
   int fd = -1;
@@ -249,6 +250,18 @@ std::string IpcControl::waitUntil(const std::function<bool()>& ready,
   if (launch != nullptr) launch->setWaitingFor("");
   return cause;
 }
+
+IpcControl::ExposedBuffer* IpcControl::exposedBuffers() const {
+  auto* pairs = reinterpret_cast<char*>(&pair(0, 0));
+  return reinterpret_cast<ExposedBuffer*>(pairs + sizeof(Pair) * size_ * size_);
+}
+
+void IpcControl::expose(const ExposedBuffer& buffer) {
+  // Plain stores: the barrier this rank arrives at next publishes them.
+  exposedBuffers()[rank_] = buffer;
+}
+
+IpcControl::ExposedBuffer IpcControl::exposed(int peer) const { return exposedBuffers()[peer]; }
 
 IpcControl::Pair& IpcControl::pair(int from, int to) const {
   auto* pairs = reinterpret_cast<Pair*>(reinterpret_cast<char*>(block_) + kLine +

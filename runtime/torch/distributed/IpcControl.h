@@ -84,10 +84,26 @@ class IpcControl {
   /// rank's wait fails at once too).
   std::string arriveAndWait(uint64_t epoch, const std::string& step, const WaitLimit& limit);
 
+  /// A buffer a rank lets its peers read directly for one collective
+  /// (zero-copy): the IPC handle of its allocation, its offset in it, and
+  /// the epoch of the barrier after which it may be read.
+  struct alignas(64) ExposedBuffer {
+    maiaIpcMemHandle_t handle;
+    uint64_t offset;
+    uint64_t epoch;
+  };
+  /// On a driver core, before arriving at buffer.epoch: publishes this
+  /// rank's buffer (the barrier orders it before the peers' reads).
+  void expose(const ExposedBuffer& buffer);
+  /// After the barrier of its epoch: what peer exposed. A peer writes its
+  /// next one only after a later barrier, which this rank must reach first.
+  ExposedBuffer exposed(int peer) const;
+
  private:
   struct Block;
   struct Pair;
   Pair& pair(int from, int to) const;
+  ExposedBuffer* exposedBuffers() const;
   std::string failure(const std::string& cause);
   /// Why the group failed, if a rank reported a failed step ("" if none).
   std::string reportedFailure() const;

@@ -2,12 +2,14 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/DeviceGuard.h>
+#include <c10/core/StreamGuard.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
+#include "IpcPeerBuffers.h"
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
 
@@ -24,6 +26,22 @@ constexpr size_t kDefaultSlotBytes = size_t{4} << 20;
 /// barrier); larger ones are reduce-scattered then all-gathered (two
 /// barriers per piece, 1/size of the reduction work per rank).
 constexpr int64_t kDirectBytes = 64 << 10;
+
+/// allreduce messages from this size on are reduced in place from the
+/// peers' buffers (zero-copy) unless MAIA_DIST_IPC_ZERO_COPY_BYTES says
+/// otherwise: below, the plan step's enqueue and the helper stream's
+/// hand-off cost more than the staging copies they save.
+constexpr int64_t kDefaultZeroCopyBytes = int64_t{1} << 20;
+
+int64_t zeroCopyBytesFromEnv() {
+  const char* value = std::getenv("MAIA_DIST_IPC_ZERO_COPY_BYTES");
+  if (value == nullptr) return kDefaultZeroCopyBytes;
+  char* end = nullptr;
+  long long bytes = std::strtoll(value, &end, 10);
+  TORCH_CHECK(end != value && *end == '\0' && bytes >= 0, "maia c10d: MAIA_DIST_IPC_ZERO_COPY_BYTES='",
+              value, "' is not a byte count (0: never zero-copy)");
+  return bytes;
+}
 
 size_t slotBytesFromEnv() {
   const char* value = std::getenv("MAIA_DIST_IPC_SLOT_BYTES");
@@ -62,6 +80,17 @@ void runHostStep(void* user_data) {
   if (!cause.empty()) failExchange(*step->status, step->label, cause);
 }
 
+/// Enqueues body as a host function on stream (skipped once the launch
+/// failed); a non-empty result fails the launch, named by what.
+void enqueueHostStep(maiaStream_t stream, const std::shared_ptr<LaunchStatus>& status,
+                     const std::string& label, const std::string& what,
+                     std::function<std::string()> body) {
+  auto step = std::make_unique<HostStep>(HostStep{std::move(body), status, label});
+  const std::string name = label + ": " + what;  // the step's profiler slice
+  MAIA_CHECK(maiaLaunchHostFuncNamed(stream, &runHostStep, step.get(), name.c_str()));
+  step.release();  // runHostStep owns it now
+}
+
 /// How the steps a call adds now wait for their peers.
 IpcControl::WaitLimit waitLimit(const Launch& launch) {
   return IpcControl::WaitLimit{launch.timeout, launch.status};
@@ -74,12 +103,130 @@ std::pair<int64_t, int64_t> chunkOf(int64_t n, int size, int index) {
 
 }  // namespace
 
+namespace {
+
+/// One zero-copy allreduce, as its plan step sees it.
+struct ZeroCopyAllreduce {
+  std::shared_ptr<IpcControl> control;
+  IpcControl::ExposedBuffer mine;
+  uint64_t reduced_epoch = 0, done_epoch = 0;
+  int64_t numel = 0;
+  at::ScalarType dtype = at::kFloat;
+  ReduceOp::RedOpType op = ReduceOp::SUM;
+  int rank = 0, size = 0;
+  c10::DeviceIndex device = -1;
+  void* data = nullptr;
+  std::string what;
+  IpcControl::WaitLimit limit;
+  std::shared_ptr<LaunchStatus> status;
+  std::string label;
+};
+
+/// own = own op other, elementwise, in place.
+void combineInPlace(at::Tensor& own, const at::Tensor& other, ReduceOp::RedOpType op) {
+  switch (op) {
+    case ReduceOp::SUM: at::add_out(own, own, other); break;
+    case ReduceOp::PRODUCT: at::mul_out(own, own, other); break;
+    case ReduceOp::MIN: at::minimum_out(own, own, other); break;
+    case ReduceOp::MAX: at::maximum_out(own, own, other); break;
+    case ReduceOp::BAND: own.bitwise_and_(other); break;
+    case ReduceOp::BOR: own.bitwise_or_(other); break;
+    case ReduceOp::BXOR: own.bitwise_xor_(other); break;
+    default: TORCH_CHECK(false, "maia c10d: the IPC transport got reduction ", int(op));
+  }
+}
+
+}  // namespace
+
+/// The zero-copy allreduce's state, shared with the steps it queued (they
+/// run on driver cores, possibly after the transport's call returned).
+struct IpcTransport::ZeroCopy {
+  explicit ZeroCopy(c10::DeviceIndex device)
+      : helper(streamFromPool(/*high_priority=*/true, device)), peers(device) {}
+
+  /// The plan step, on a driver core once this rank's stream reached the
+  /// collective: exposes this rank's buffer, waits until every rank has,
+  /// opens theirs, and enqueues on the helper stream the reduction of this
+  /// rank's chunk from every buffer into its own (reading the peers' in
+  /// place), a barrier, copies of the peers' reduced chunks out of their
+  /// buffers, and a barrier (so that no rank returns while a peer still
+  /// reads its buffer). Returns why it failed, or "".
+  std::string planAllreduce(const ZeroCopyAllreduce& c);
+
+  /// Where the plan step enqueues the data movement, once it knows the
+  /// peers' buffers; the communication stream waits for it on flag.
+  c10::Stream helper;
+  /// Device word: the zero-copy launches whose movement has completed.
+  void* flag = nullptr;
+  uint64_t launches = 0;  // queued so far (host): the flag's next value
+  IpcPeerBuffers peers;
+};
+
+std::string IpcTransport::ZeroCopy::planAllreduce(const ZeroCopyAllreduce& c) {
+  c.control->expose(c.mine);
+  std::string cause = c.control->arriveAndWait(c.mine.epoch, c.what, c.limit);
+  if (!cause.empty()) return cause;
+  const size_t element = c10::elementSize(c.dtype);
+  std::vector<char*> buffers(c.size);
+  for (int q = 0; q < c.size; ++q) {
+    if (q == c.rank) {
+      buffers[q] = static_cast<char*>(c.data);
+      continue;
+    }
+    const IpcControl::ExposedBuffer theirs = c.control->exposed(q);
+    if (theirs.epoch != c.mine.epoch)
+      return c10::str("rank ", q, " exposed its buffer for step ", theirs.epoch,
+                      ", this rank is at step ", c.mine.epoch);
+    std::string error;
+    void* base = peers.open(theirs.handle, &error);
+    if (base == nullptr) return c10::str("rank ", q, ": ", error);
+    buffers[q] = static_cast<char*>(base) + theirs.offset;
+  }
+  try {
+    c10::DeviceGuard device_guard(c10::Device(c10::DeviceType::PrivateUse1, c.device));
+    c10::StreamGuard stream_guard(helper);
+    const auto options =
+        at::TensorOptions().dtype(c.dtype).device(c10::DeviceType::PrivateUse1, c.device);
+    auto chunk = [&](int q, int owner) {
+      auto [lo, hi] = chunkOf(c.numel, c.size, owner);
+      return at::from_blob(buffers[q] + lo * element, {hi - lo}, options);
+    };
+    // Reduce-scatter: this rank's chunk, its own elements first, then the
+    // peers' in rank order (one rank computes each chunk: every rank gets
+    // the same bits).
+    if (at::Tensor own = chunk(c.rank, c.rank); own.numel() > 0)
+      for (int q = 0; q < c.size; ++q)
+        if (q != c.rank) combineInPlace(own, chunk(q, c.rank), c.op);
+    const maiaStream_t stream = driverStream(helper);
+    auto barrier = [&](uint64_t epoch) {
+      enqueueHostStep(stream, c.status, c.label, c.what,
+                      [control = c.control, epoch, what = c.what, limit = c.limit] {
+                        return control->arriveAndWait(epoch, what, limit);
+                      });
+    };
+    barrier(c.reduced_epoch);
+    // All-gather: every peer's reduced chunk, out of its buffer.
+    for (int q = 0; q < c.size; ++q) {
+      if (q == c.rank) continue;
+      at::Tensor from = chunk(q, q);
+      if (from.numel() == 0) continue;
+      MAIA_CHECK(maiaMemcpyAsync(chunk(c.rank, q).data_ptr(), from.data_ptr(), from.nbytes(),
+                                 maiaMemcpyDeviceToDevice, stream));
+    }
+    barrier(c.done_epoch);
+  } catch (const std::exception& e) {
+    return c10::str("enqueueing the zero-copy allreduce failed: ", e.what());
+  }
+  return {};
+}
+
 IpcTransport::IpcTransport(c10d::Store& store, const std::string& prefix, int rank,
                            std::vector<int> group_ranks, c10::DeviceIndex device)
     : rank_(rank),
       size_(static_cast<int>(group_ranks.size())),
       device_(device),
       slot_bytes_(slotBytesFromEnv()),
+      zero_copy_bytes_(zeroCopyBytesFromEnv()),
       channel_slot_bytes_(channelSlotBytes(slot_bytes_)),
       sent_pieces_(size_, 0),
       received_pieces_(size_, 0) {
@@ -103,10 +250,22 @@ IpcTransport::IpcTransport(c10d::Store& store, const std::string& prefix, int ra
     std::memcpy(peer_handle.reserved, bytes.data(), MAIA_IPC_HANDLE_SIZE);
     MAIA_CHECK(maiaIpcOpenMemHandle(&scratch_[peer], peer_handle, 0));
   }
+  if (zero_copy_bytes_ > 0 && size_ > 1) {
+    zero_copy_ = std::make_shared<ZeroCopy>(device);
+    MAIA_CHECK(maiaMalloc(&zero_copy_->flag, sizeof(uint64_t)));
+    MAIA_CHECK(maiaMemset(zero_copy_->flag, 0, sizeof(uint64_t)));
+  }
 }
 
 IpcTransport::~IpcTransport() {
   c10::DeviceGuard guard(c10::Device(c10::DeviceType::PrivateUse1, device_));
+  if (zero_copy_) {
+    // The communication stream waits for the helper stream's last launch,
+    // so once the device is idle no step holds zero_copy_ any more.
+    (void)maiaDeviceSynchronize();
+    if (zero_copy_->flag != nullptr) (void)maiaFree(zero_copy_->flag);
+    zero_copy_.reset();  // closes the peers' buffers
+  }
   // Closing waits for the device's queued work, which may still read the
   // mapping; the exporter's free is deferred while a peer has it open.
   for (int peer = 0; peer < size_; ++peer)
@@ -116,11 +275,8 @@ IpcTransport::~IpcTransport() {
 
 void IpcTransport::hostStep(Launch& launch, const std::string& what,
                             std::function<std::string()> body) {
-  auto step = std::make_unique<HostStep>(HostStep{std::move(body), launch.status, launch.label});
-  const std::string name = launch.label + ": " + what;  // the step's profiler slice
-  MAIA_CHECK(maiaLaunchHostFuncNamed(driverStream(launch.stream), &runHostStep, step.get(),
-                                     name.c_str()));
-  step.release();  // runHostStep owns it now
+  enqueueHostStep(driverStream(launch.stream), launch.status, launch.label, what,
+                  std::move(body));
 }
 
 void IpcTransport::sync(Launch& launch, const std::string& what) {
@@ -171,9 +327,62 @@ void IpcTransport::combine(const at::Tensor& result, const std::vector<at::Tenso
   }
 }
 
+size_t IpcTransport::peerBuffersOpened() const {
+  return zero_copy_ ? zero_copy_->peers.opened() : 0;
+}
+
+uint64_t IpcTransport::zeroCopyLaunches() const { return zero_copy_ ? zero_copy_->launches : 0; }
+
+void IpcTransport::allreduceZeroCopy(Launch& launch, const at::Tensor& buffer,
+                                     ReduceOp::RedOpType op) {
+  ZeroCopyAllreduce c;
+  c.control = control_;
+  maiaPointerAttributes attributes;
+  MAIA_CHECK(maiaPointerGetAttributes(&attributes, buffer.data_ptr()));
+  MAIA_CHECK(maiaIpcGetMemHandle(&c.mine.handle, buffer.data_ptr()));
+  c.mine.offset = static_cast<char*>(buffer.data_ptr()) - static_cast<char*>(attributes.base);
+  c.mine.epoch = ++epoch_;
+  c.reduced_epoch = ++epoch_;
+  c.done_epoch = ++epoch_;
+  c.numel = buffer.numel();
+  c.dtype = buffer.scalar_type();
+  c.op = op;
+  c.rank = rank_;
+  c.size = size_;
+  c.device = device_;
+  c.data = buffer.data_ptr();
+  c.what = describeReduction("allreduce", c.numel, c.dtype, op) + " (zero-copy)";
+  c.limit = waitLimit(launch);
+  c.status = launch.status;
+  c.label = launch.label;
+  const uint64_t launch_number = ++zero_copy_->launches;
+  // The plan step always releases the communication stream's wait, also
+  // when it or an earlier step failed: a launch kept running after a failure
+  // (MAIA_DIST_ASYNC_ERROR_HANDLING=0) must not hang the stream.
+  auto plan = [zc = zero_copy_, c = std::move(c), launch_number] {
+    std::string cause;
+    if (!c.status->failed()) cause = zc->planAllreduce(c);
+    if (!cause.empty()) failExchange(*c.status, c.label, cause);
+    (void)maiaStreamWriteValue64(driverStream(zc->helper), zc->flag, launch_number);
+    return std::string();
+  };
+  const maiaStream_t comm = driverStream(launch.stream);
+  enqueueHostStep(comm, std::make_shared<LaunchStatus>(), launch.label,
+                  describeReduction("allreduce", buffer.numel(), buffer.scalar_type(), op) +
+                      " (zero-copy)",
+                  std::move(plan));
+  MAIA_CHECK(maiaStreamWaitValue64(comm, zero_copy_->flag, launch_number, maiaStreamWaitValueGeq,
+                                   /*timeout_ms=*/0));
+}
+
 void IpcTransport::allreduce(Launch& launch, const at::Tensor& buffer, ReduceOp::RedOpType op) {
   const int64_t n = buffer.numel();
   if (n == 0) return;
+  if (zero_copy_ && static_cast<int64_t>(buffer.nbytes()) >= zero_copy_bytes_ &&
+      !isStreamCapturing(launch.stream)) {
+    allreduceZeroCopy(launch, buffer, op);
+    return;
+  }
   const auto dtype = buffer.scalar_type();
   const int64_t piece = slotElements(dtype);
   const bool direct = static_cast<int64_t>(buffer.nbytes()) <= kDirectBytes;

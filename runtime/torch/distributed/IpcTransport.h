@@ -26,7 +26,15 @@
 // allreduce: up to kDirectBytes every rank reduces the whole message from all
 // slots (one barrier); above, a reduce-scatter then all-gather (rank r
 // reduces chunk r of each piece and publishes it; two barriers per piece,
-// each rank reading 1/size of the reduction work). broadcast, reduce,
+// each rank reading 1/size of the reduction work). From
+// MAIA_DIST_IPC_ZERO_COPY_BYTES on, zero-copy: the ranks read each other's
+// buffers directly, opened through their allocations' IPC handles (cached,
+// IpcPeerBuffers), with no slot and three barriers per message. A buffer's
+// address is known to its peers only once its rank's stream reaches the
+// collective, so a step on the communication stream exposes it, waits for
+// the peers', and only then enqueues the reads on a helper stream, which
+// the communication stream waits for on a device word
+// (maiaStreamWaitValue64): the host never waits. broadcast, reduce,
 // allgather, reduceScatter, gather, scatter and all_to_all with equal splits:
 // one barrier per piece; barrier: one barrier.
 #pragma once
@@ -57,6 +65,13 @@ class IpcTransport final : public Transport {
   size_t slotBytes() const { return slot_bytes_; }
 
   void allreduce(Launch& launch, const at::Tensor& buffer, c10d::ReduceOp::RedOpType op) override;
+  /// Messages of at least this many bytes take the zero-copy allreduce
+  /// (0: never).
+  int64_t zeroCopyBytes() const { return zero_copy_bytes_; }
+  /// Peer allocations opened by the zero-copy path so far (each once).
+  size_t peerBuffersOpened() const;
+  /// allreduces queued on the zero-copy path so far.
+  uint64_t zeroCopyLaunches() const;
   void broadcast(Launch& launch, const at::Tensor& buffer, int root) override;
   void reduce(Launch& launch, const at::Tensor& buffer, int root,
               c10d::ReduceOp::RedOpType op) override;
@@ -96,6 +111,9 @@ class IpcTransport final : public Transport {
   /// Enqueues a step barrier of the host's ranks on launch.stream; step
   /// says what it moves (every rank must be at the same one).
   void sync(Launch& launch, const std::string& step);
+  /// allreduce of a whole message reading the peers' buffers in place.
+  void allreduceZeroCopy(Launch& launch, const at::Tensor& buffer,
+                         c10d::ReduceOp::RedOpType op);
   /// Enqueues body as a host function on launch.stream (skipped once the
   /// launch failed); a non-empty result fails the launch, named by what.
   void hostStep(Launch& launch, const std::string& what, std::function<std::string()> body);
@@ -131,6 +149,9 @@ class IpcTransport final : public Transport {
   c10::DeviceIndex device_;
   size_t slot_bytes_;
   std::shared_ptr<IpcControl> control_;
+  struct ZeroCopy;
+  std::shared_ptr<ZeroCopy> zero_copy_;  // shared with the steps it queued
+  int64_t zero_copy_bytes_;
   void* own_scratch_ = nullptr;
   std::vector<void*> scratch_;  // per rank: own_scratch_, or the peer's, mapped
   uint64_t epoch_ = 0;

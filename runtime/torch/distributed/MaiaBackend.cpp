@@ -426,6 +426,10 @@ std::map<std::string, uint64_t> MaiaBackend::launchCounts() const {
   counts[device_transport_->name()] += launches_device_.load();
   counts[gloo_transport_.name()] += launches_gloo_.load();
   counts["gloo_operations"] = gloo_transport_.operations();
+  if (ipc_) {
+    counts["ipc_zero_copy"] = ipc_->zeroCopyLaunches();
+    counts["ipc_peer_buffers_opened"] = ipc_->peerBuffersOpened();
+  }
   return counts;
 }
 

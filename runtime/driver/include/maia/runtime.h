@@ -189,6 +189,29 @@ MAIA_RUNTIME_API maiaError_t maiaLaunchHostFunc(maiaStream_t stream, maiaHostFn_
 MAIA_RUNTIME_API maiaError_t maiaLaunchHostFuncNamed(maiaStream_t stream, maiaHostFn_t fn,
                                                      void* user_data, const char* name);
 
+/* Stream operations on a 64-bit word of device memory (CUDA's
+ * cuStreamWaitValue64 / cuStreamWriteValue64): a flag one stream, or
+ * another process's stream, sets and another stream waits for, with no
+ * host round trip. The word must be 8-byte aligned, in a live allocation of
+ * the stream's device: its own, or opened there with maiaIpcOpenMemHandle. */
+enum { maiaStreamWaitValueGeq = 0, maiaStreamWaitValueEq = 1 };
+/** Later work on stream waits until the word at device_ptr is >= value
+ *  (maiaStreamWaitValueGeq) or == value (maiaStreamWaitValueEq). The wait
+ *  occupies no core. It fails instead of hanging -- the device gets a
+ *  sticky error naming the wait and the work behind it is skipped -- when
+ *  the word is in memory opened from another process's handle and that
+ *  process exits first, or, with timeout_ms > 0, when the value is not
+ *  there timeout_ms after the stream reached the wait (0: no timeout).
+ *  Not allowed while the stream captures a graph. */
+MAIA_RUNTIME_API maiaError_t maiaStreamWaitValue64(maiaStream_t stream, void* device_ptr,
+                                                   uint64_t value, unsigned flags,
+                                                   uint32_t timeout_ms);
+/** Writes value to the word at device_ptr once the work queued before it on
+ *  stream completed (a release store: what that work wrote is visible to
+ *  whoever sees the value), and wakes the waits on it in every process. */
+MAIA_RUNTIME_API maiaError_t maiaStreamWriteValue64(maiaStream_t stream, void* device_ptr,
+                                                    uint64_t value);
+
 /* maiaEventInterprocess: the event can be shared with maiaIpcGetEventHandle. */
 enum { maiaEventDefault = 0, maiaEventDisableTiming = 1, maiaEventInterprocess = 2 };
 MAIA_RUNTIME_API maiaError_t maiaEventCreate(maiaEvent_t* out_event, unsigned flags);

@@ -1,0 +1,46 @@
+// The peers' allocations this rank has opened to read the callers' buffers
+// directly (the IPC transport's zero-copy path), kept open between
+// collectives.
+//
+// A handle names an allocation (a caching allocator segment), so the
+// buffers a program reuses -- DDP's buckets, a benchmark's tensor -- are
+// mapped once: the first collective on a segment pays maiaIpcOpenMemHandle
+// (fd transfer, mmap) and the page-table fill of the pages it touches, the
+// next ones nothing. As with NCCL's registered buffers, an opened segment
+// stays open until the group is destroyed: a peer that frees one (its
+// caching allocator's empty_cache) keeps the pages reserved until then
+// (the driver's deferred free).
+#pragma once
+
+#include <maia/runtime.h>
+
+#include <c10/core/Device.h>
+
+#include <array>
+#include <map>
+#include <mutex>
+#include <string>
+
+namespace torch_maia::distributed {
+
+class IpcPeerBuffers {
+ public:
+  explicit IpcPeerBuffers(c10::DeviceIndex device) : device_(device) {}
+  ~IpcPeerBuffers();
+  IpcPeerBuffers(const IpcPeerBuffers&) = delete;
+  IpcPeerBuffers& operator=(const IpcPeerBuffers&) = delete;
+
+  /// The base of handle's allocation in this process (opened on first use,
+  /// on whichever thread asks: a driver core, in stream order), or null
+  /// with *error set.
+  void* open(const maiaIpcMemHandle_t& handle, std::string* error);
+  size_t opened() const;
+
+ private:
+  using Key = std::array<unsigned char, MAIA_IPC_HANDLE_SIZE>;
+  c10::DeviceIndex device_;
+  mutable std::mutex mutex_;
+  std::map<Key, void*> opened_;
+};
+
+}  // namespace torch_maia::distributed

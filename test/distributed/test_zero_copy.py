@@ -1,0 +1,131 @@
+"""The IPC transport's zero-copy allreduce: the ranks read each other's
+buffers in place, opened through their allocations' IPC handles, and the
+communication stream waits for the data movement on a device word.
+
+MAIA_DIST_IPC_ZERO_COPY_BYTES=1 sends every non-empty allreduce through it
+(by default only messages of 1 MiB and more), so that every op and dtype,
+sizes that do not split evenly over the ranks (and fewer elements than
+ranks: empty chunks), transposed and zero-size tensors, repeated calls on
+reused and on fresh buffers, and a peer that dies, run in seconds."""
+
+import os
+
+import pytest
+import torch
+import torch.distributed as dist
+
+from collective_support import DTYPES, Failures, ops_for, reference, value
+from dist_support import World
+from test_collectives import check_all_reduce
+
+ZERO_COPY = {"MAIA_DIST_IPC_ZERO_COPY_BYTES": "1"}
+
+
+def dev(rank):
+    return torch.device("maia", rank)
+
+
+def check_every_op_and_dtype(rank, world):
+    failures = Failures()
+    d = dev(rank)
+    for salt, dtype in enumerate(DTYPES):
+        for numel in (world - 1, 4001, 100003):
+            for name, op in ops_for(dtype):
+                inputs = [value(r, (numel,), dtype, salt) for r in range(world)]
+                expected = reference(name, inputs)
+                t = inputs[rank].to(d)
+                dist.all_reduce(t, op=op)
+                failures.check(t, expected, f"all_reduce {name} {dtype} x{numel}")
+    failures.raise_any()
+
+
+def counts(rank):
+    return dist.group.WORLD._get_backend(dev(rank))._launch_counts()
+
+
+def check_reused_and_fresh_buffers(rank, world):
+    """The same tensor many times (its segment opened once by each peer),
+    then new ones, back to back without synchronizing; every rank ends
+    with the same bits."""
+    d = dev(rank)
+    t = torch.full((300001,), float(rank + 1), device=d)
+    dist.all_reduce(t)
+    torch.maia.synchronize()
+    before = counts(rank)
+    for _ in range(4):
+        dist.all_reduce(t)
+    torch.maia.synchronize()
+    after = counts(rank)
+    assert after["ipc_zero_copy"] == before["ipc_zero_copy"] + 4, (before, after)
+    assert after["ipc_peer_buffers_opened"] == before["ipc_peer_buffers_opened"], (before, after)
+    expected = float(sum(range(1, world + 1))) * world ** 4
+    assert torch.equal(t.cpu(), torch.full((300001,), expected)), t[:4]
+    outs = []
+    for i in range(4):
+        u = torch.full((70001 + i,), float(rank * 10 + i), device=d)
+        dist.all_reduce(u, op=dist.ReduceOp.MAX)
+        outs.append(u)
+    for i, u in enumerate(outs):
+        assert torch.equal(u.cpu(), torch.full((70001 + i,), float((world - 1) * 10 + i)))
+    g = torch.Generator().manual_seed(rank)
+    r = torch.randn(50000, generator=g).to(d)
+    dist.all_reduce(r)
+    gathered = torch.empty(world * 50000, device=d)
+    dist.all_gather_into_tensor(gathered, r)
+    for p in range(world):
+        assert torch.equal(gathered[p * 50000:(p + 1) * 50000].cpu(), r.cpu()), p
+
+
+def check_zero_size_and_views(rank, world):
+    d = dev(rank)
+    empty = torch.empty(0, device=d)
+    dist.all_reduce(empty)
+    base = torch.arange(20, dtype=torch.float32, device=d) + rank
+    view = base[5:15]  # inside a larger allocation: exposed with its offset
+    dist.all_reduce(view)
+    expected = torch.arange(5, 15, dtype=torch.float32) * world + sum(range(world))
+    assert torch.equal(view.cpu(), expected), view
+    assert torch.equal(base[:5].cpu(), torch.arange(5, dtype=torch.float32) + rank)
+
+
+def check_no_host_fallback(rank, world):
+    assert torch.maia.fallback_counts() == {}, torch.maia.fallback_counts()
+
+
+def die_in_zero_copy_allreduce(rank, world):
+    t = torch.ones(1 << 16, device=dev(rank))
+    if rank == 1:
+        os._exit(3)
+    dist.all_reduce(t)
+    torch.maia.synchronize()
+
+
+@pytest.fixture(scope="module", params=[2, 4])
+def zero_copy_world(request):
+    world = World(request.param, env=ZERO_COPY)
+    yield world
+    world.close()
+
+
+class TestZeroCopyAllreduce:
+    def test_every_op_and_dtype(self, zero_copy_world):
+        zero_copy_world.run(check_every_op_and_dtype)
+
+    def test_small_and_transposed_tensors(self, zero_copy_world):
+        zero_copy_world.run(check_all_reduce)
+
+    def test_reused_and_fresh_buffers_agree_on_every_rank(self, zero_copy_world):
+        zero_copy_world.run(check_reused_and_fresh_buffers)
+
+    def test_zero_size_and_views_into_larger_allocations(self, zero_copy_world):
+        zero_copy_world.run(check_zero_size_and_views)
+        zero_copy_world.run(check_no_host_fallback)
+
+    def test_a_peer_that_dies_fails_the_others(self):
+        world = World(2, env={**ZERO_COPY, "MAIA_DIST_ASYNC_ERROR_HANDLING": "0"},
+                      timeout_s=30)
+        try:
+            with pytest.raises(Exception, match="rank 1 .*exited|exited"):
+                world.run(die_in_zero_copy_allreduce)
+        finally:
+            world.close()
