@@ -23,7 +23,7 @@ def register() -> None:
         register_device_op_overrides,
     )
 
-    from . import config
+    from . import cat_lowering, config
     from .compiler import compiler_identity
     from .cpp_wrapper import MaiaCppWrapper
     from .device import MaiaDeviceOpOverrides
@@ -36,6 +36,7 @@ def register() -> None:
     config.target_cpu = identity["host_cpu"]
     config.plugin_hash = _source_hash()
 
+    cat_lowering.register()
     register_device_op_overrides("maia", MaiaDeviceOpOverrides())
     register_backend_for_device("maia", MaiaScheduling, MaiaWrapperCodegen,
                                 device_cpp_wrapper_codegen=MaiaCppWrapper,
