@@ -21,9 +21,9 @@ How a convolution gets here, as for products (gemm_template.py):
 2. Its lowering builds a `MaiaConvBuffer` (an `ir.TemplateBuffer`), so the
    scheduler offers its consumers as epilogues.
 3. `ConvTemplateScheduling` generates the kernel (conv_kernel.py).
-Grouped, dilated-and-other convolutions the template covers too (any
-stride, padding, dilation); grouped, transposed, 1-D/3-D and non-fp32 ones
-stay extern calls to the eager kernels.
+The template covers any stride, padding and dilation, either input layout
+and static shapes; grouped, transposed, 1-D/3-D, non-fp32 and dynamic-shape
+convolutions stay extern calls to the eager kernels.
 """
 
 from __future__ import annotations
