@@ -19,6 +19,8 @@ import argparse
 import copy
 import json
 import time
+import types
+import warnings
 
 import torch
 import torch.nn as nn
@@ -27,6 +29,7 @@ import torch.nn.functional as F
 from eager_bench import per_call
 
 import maia_inductor.config as maia_config
+from maia_inductor.testing import capture_kernel_sources
 
 # ResNet-18's convolutions at batch 4 (224x224): (C, O, H, kernel, stride).
 LAYERS = [(3, 64, 224, 7, 2), (64, 64, 56, 3, 1), (64, 128, 56, 3, 2), (128, 128, 28, 3, 1),
@@ -34,7 +37,7 @@ LAYERS = [(3, 64, 224, 7, 2), (64, 64, 56, 3, 1), (64, 128, 56, 3, 2), (128, 128
 
 
 class ConvBlock(nn.Module):
-    """conv -> bn -> relu, plus a residual input when `residual`."""
+    """conv -> bn (eval) -> relu, plus a residual input when `residual`."""
 
     def __init__(self, c, o, kernel, stride, residual):
         super().__init__()
@@ -44,7 +47,9 @@ class ConvBlock(nn.Module):
 
     def forward(self, x, r):
         y = self.bn(self.conv(x))
-        return F.relu(y + r if self.residual else y)
+        # Channels-last out, as the next layer of a network reads it (a
+        # graph output in eager's NCHW takes a kernel of its own).
+        return F.relu(y + r if self.residual else y).contiguous(memory_format=torch.channels_last)
 
 
 def alternate(calls_by_name, calls, rounds):
@@ -56,18 +61,35 @@ def alternate(calls_by_name, calls, rounds):
     return best
 
 
+def compiled_separately(module, name):
+    """torch.compile of a call of module whose code object is its own:
+    Dynamo caches compiled graphs per code object, and a second
+    torch.compile of the same module class would be served the first's
+    graph (its guards do not see maia_inductor's config)."""
+    def call(*args):
+        return module(*args)
+
+    code = call.__code__.replace(co_name=f"call_{name}")
+    return torch.compile(types.FunctionType(code, call.__globals__, closure=call.__closure__))
+
+
 def compiled_both_ways(model, inputs, expected, atol):
     """{name: (call, sync)} for maia extern and maia template."""
     on_maia = copy.deepcopy(model).to("maia")
     maia_inputs = [x.to("maia") for x in inputs]
     torch._dynamo.reset()
-    extern_model = torch.compile(copy.deepcopy(on_maia))
-    template_model = torch.compile(copy.deepcopy(on_maia))
+    extern_model = compiled_separately(copy.deepcopy(on_maia), "extern")
+    template_model = compiled_separately(copy.deepcopy(on_maia), "template")
     with torch.no_grad():
         for compiled, templates in ((extern_model, False), (template_model, True)):
-            with maia_config.patch(conv_templates=templates):
+            # No FX graph cache: the kernels must be generated to be seen.
+            with (maia_config.patch(conv_templates=templates),
+                  torch._inductor.config.patch(force_disable_caches=True),
+                  capture_kernel_sources() as kernels):
                 out = compiled(*maia_inputs)
             torch.testing.assert_close(out.cpu(), expected, rtol=atol, atol=atol)
+            has_template = any(k.name.startswith("maia_conv_") for k in kernels)
+            assert has_template == templates, [k.name for k in kernels]
     return {"extern": (lambda: extern_model(*maia_inputs), torch.maia.synchronize),
             "template": (lambda: template_model(*maia_inputs), torch.maia.synchronize)}
 
@@ -88,6 +110,7 @@ def main():
     parser.add_argument("--json", default="")
     args = parser.parse_args()
     torch.maia.set_fallback_warnings(False)
+    warnings.filterwarnings("ignore", message=".*force_disable_caches")
     print(f"{'case':>28} {'extern us':>10} {'template us':>12} {'extern/template':>16}")
     rows = []
     with torch.no_grad():
