@@ -182,6 +182,39 @@ def test_matches_cpu(shape, layout, bias):
     assert_compiled_matches(chain, *args, atol=2e-4, rtol=2e-4)
 
 
+def sliced_input(x, w, w2):
+    # The input is a view at a storage offset (a slice of channels and rows).
+    return then_pointwise_conv(F.relu(F.conv2d(x[:, 2:, 1:, :], w, padding=1)) * 2, w2)
+
+
+def transposed_weight(x, w, w2):
+    # A weight that is a non-contiguous view: made contiguous for the kernel.
+    return then_pointwise_conv(F.relu(F.conv2d(x, w.transpose(2, 3), padding=(1, 2))), w2)
+
+
+def pointwise_and_reduction_consumers(x, w):
+    y = F.conv2d(x, w, padding=1)
+    return F.relu(y), torch.sigmoid(y).sum((2, 3))
+
+
+def one_output_pixel(x, w, w2):
+    return then_pointwise_conv(F.relu(F.conv2d(x, w)), w2)
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    (sliced_input, [(2, 10, 9, 9), (12, 8, 3, 3), (3, 12, 1, 1)]),
+    (transposed_weight, [(2, 6, 9, 9), (12, 6, 5, 3), (3, 12, 1, 1)]),
+    (pointwise_and_reduction_consumers, [(2, 6, 9, 9), (12, 6, 3, 3)]),
+    (one_output_pixel, [(1, 4, 3, 3), (7, 4, 3, 3), (2, 7, 1, 1)]),
+], ids=lambda v: getattr(v, "__name__", ""))
+def test_operand_views_and_consumers_match_cpu(fn, shapes):
+    torch.manual_seed(0)
+    args = [torch.randn(shape) for shape in shapes]
+    _, kernels = compiled_kernels(fn, *to_maia(args))
+    assert len(conv_kernels(kernels)) == 1
+    assert_compiled_matches(fn, *args, atol=1e-4, rtol=1e-4)
+
+
 def test_knob_turns_templates_off():
     def fn(x, w, w2):
         return then_pointwise_conv(F.relu(F.conv2d(x, w, padding=1)), w2)
