@@ -24,6 +24,10 @@ streaming_store_min_bytes: int = int(os.environ.get("MAIA_INDUCTOR_STREAMING_STO
 # mm/addmm as GEMM template kernels with fused epilogues (gemm_template.py);
 # off: extern calls into the eager GEMM kernels, as before the templates.
 gemm_templates: bool = os.environ.get("MAIA_INDUCTOR_GEMM_TEMPLATES", "1") != "0"
+# 2-D fp32 convolutions with pointwise consumers as convolution template
+# kernels with fused epilogues and channels-last outputs (conv_template.py);
+# off: extern calls into the eager convolution kernels.
+conv_templates: bool = os.environ.get("MAIA_INDUCTOR_CONV_TEMPLATES", "1") != "0"
 # Every kernel's .mlir and .maiabin are copied here when set.
 dump_dir: str = os.environ.get("MAIA_INDUCTOR_DUMP_DIR", "")
 

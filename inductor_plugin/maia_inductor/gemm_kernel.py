@@ -75,10 +75,8 @@ class MaiaGemmKernel(MaiaKernel):
         call = self._ukernel_call(header)  # may add size arguments
         args = self.kernel_arguments()
         name = name or KERNEL_NAME_PLACEHOLDER
-        element = mt.memory_type(self.gemm.get_dtype())
         code = IndentedBuffer()
-        code.writeline(f"func.func private @{self._ukernel()}("
-                       f"{UKERNEL_ARG_TYPES.format(t=element)})")
+        code.writeline(f"func.func private @{self._ukernel()}({self._ukernel_types()})")
         for function, function_type in sorted(self.libm_functions.items()):
             code.writeline(f"func.func private @{function}{function_type}")
         # Constants land in the prologue: emit every one before it is spliced.
@@ -153,6 +151,9 @@ class MaiaGemmKernel(MaiaKernel):
     def _ukernel(self) -> str:
         return f"maia_ukernel_gemm_{mt.memory_type(self.gemm.get_dtype())}"
 
+    def _ukernel_types(self) -> str:
+        return UKERNEL_ARG_TYPES.format(t=mt.memory_type(self.gemm.get_dtype()))
+
     def _ukernel_call(self, header) -> str:
         """The call computing this block of C; its index operands are
         emitted into header."""
@@ -171,9 +172,8 @@ class MaiaGemmKernel(MaiaKernel):
                          value(layout.stride[1])]
         depth = value(self._mnk()[2])
         operands += [depth, "%rb", "%rb_rows", "%cb", "%cb_cols", "%reuse_b"]
-        element = mt.memory_type(self.gemm.get_dtype())
-        types = UKERNEL_ARG_TYPES.format(t=element)
-        return f"func.call @{self._ukernel()}({', '.join(operands)}) : ({types}) -> ()"
+        return (f"func.call @{self._ukernel()}({', '.join(operands)}) : "
+                f"({self._ukernel_types()}) -> ()")
 
     # -------------------------------------------------------------- launch
     def call_kernel(self, name: str, node=None, deallocate_ws: bool = True) -> None:

@@ -7,7 +7,8 @@ Operators without an MLIR lowering (eager_fallbacks.py) are retargeted to
 their eager twins, which Inductor calls as fallback kernels (they warn,
 naming the operator, the first time they run). Matrix products become GEMM
 templates (gemm_template.py: mm -> maia_gemm.mm, addmm -> maia_gemm.mm plus
-the bias as a pointwise epilogue).
+the bias as a pointwise epilogue), convolutions convolution templates
+(conv_template.py).
 
 Why a full argmax/argmin needs a pass: Inductor reorders a reduction's loops
 to follow memory order, so the position a reduction reports is the position
@@ -23,7 +24,7 @@ expression.
 import torch
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
-from . import eager_fallbacks, gemm_template
+from . import conv_template, eager_fallbacks, gemm_template
 
 aten = torch.ops.aten
 _ARG_REDUCTIONS = (aten.argmax.default, aten.argmin.default)
@@ -86,7 +87,9 @@ class MaiaPostGradPasses(CustomGraphModulePass):
         flatten_full_arg_reductions(gm.graph)
         run_unlowered_ops_eagerly(gm.graph)
         gemm_template.use_gemm_templates(gm.graph)
+        conv_template.use_conv_templates(gm.graph)
         gm.recompile()
 
     def uuid(self):
-        return get_hash_for_files((__file__, eager_fallbacks.__file__, gemm_template.__file__))
+        return get_hash_for_files((__file__, eager_fallbacks.__file__, gemm_template.__file__,
+                                   conv_template.__file__))

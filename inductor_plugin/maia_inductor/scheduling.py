@@ -7,7 +7,8 @@ siblings that iterate the same (numel, reduction numel); a reduction fuses
 its pointwise prologue and epilogue. The device has no block tiling to
 choose: the iteration space stays one flat range (plus the reduction range),
 and MaiaKernel splits it into rows by itself. GEMM templates and their
-epilogues: GemmTemplateScheduling (gemm_template.py).
+epilogues: GemmTemplateScheduling (gemm_template.py); convolution templates:
+ConvTemplateScheduling (conv_template.py).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from torch._inductor.codegen.simd import SIMDScheduling
 from torch._inductor.utils import get_fused_kernel_name, get_kernel_metadata
 from torch._inductor.virtualized import V
 
+from .conv_template import ConvTemplateScheduling
 from .gemm_template import GemmTemplateScheduling
 from .kernel import MaiaKernel
 
@@ -27,7 +29,7 @@ KERNEL_NAME_PLACEHOLDER = "MAIA_KERNEL_NAME"
 kernel_source_observers: list = []
 
 
-class MaiaScheduling(GemmTemplateScheduling, SIMDScheduling):
+class MaiaScheduling(ConvTemplateScheduling, GemmTemplateScheduling, SIMDScheduling):
     kernel_type = MaiaKernel  # type: ignore[assignment]
 
     def __init__(self, scheduler) -> None:
