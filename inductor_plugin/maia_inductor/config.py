@@ -21,7 +21,7 @@ opt_level: int = int(os.environ.get("MAIA_INDUCTOR_OPT_LEVEL", "2"))
 # keep ordinary stores.
 streaming_store_min_bytes: int = int(os.environ.get("MAIA_INDUCTOR_STREAMING_STORE_MIN_BYTES",
                                                     str(8 << 20)))
-# mm/addmm as GEMM template kernels with fused epilogues (gemm_template.py);
+# mm/addmm/bmm/baddbmm as GEMM template kernels with fused epilogues (gemm_template.py);
 # off: extern calls into the eager GEMM kernels, as before the templates.
 gemm_templates: bool = os.environ.get("MAIA_INDUCTOR_GEMM_TEMPLATES", "1") != "0"
 # Every kernel's .mlir and .maiabin are copied here when set.
