@@ -24,6 +24,11 @@ streaming_store_min_bytes: int = int(os.environ.get("MAIA_INDUCTOR_STREAMING_STO
 # mm/addmm/bmm/baddbmm as GEMM template kernels with fused epilogues (gemm_template.py);
 # off: extern calls into the eager GEMM kernels, as before the templates.
 gemm_templates: bool = os.environ.get("MAIA_INDUCTOR_GEMM_TEMPLATES", "1") != "0"
+# Generate every GEMM template with this tile configuration, or as the
+# extern kernel ("extern"), instead of the default one (or, under
+# mode="max-autotune", the one timing chooses): gemm_configs.CHOICE_NAMES.
+# For tests and measurements; empty: not forced.
+gemm_config: str = os.environ.get("MAIA_INDUCTOR_GEMM_CONFIG", "")
 # Every kernel's .mlir and .maiabin are copied here when set.
 dump_dir: str = os.environ.get("MAIA_INDUCTOR_DUMP_DIR", "")
 

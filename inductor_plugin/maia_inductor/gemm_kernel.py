@@ -30,6 +30,7 @@ from torch._inductor.codegen.common import IndentedBuffer
 from torch._inductor.virtualized import V
 
 from . import mlir_types as mt
+from .gemm_configs import DEFAULT, GemmConfig
 from .gemm_grid import TILE_COLS, TILE_ROWS, maia_gemm_grid
 from .kernel import MaiaKernel, pexpr
 
@@ -40,9 +41,10 @@ UKERNEL_ARG_TYPES = ("memref<?x{t}>, index, index, index, " * 3
 class MaiaGemmKernel(MaiaKernel):
     kernel_kind = "gemm"
 
-    def __init__(self, tiling, gemm, **kwargs) -> None:
+    def __init__(self, tiling, gemm, config: GemmConfig = DEFAULT, **kwargs) -> None:
         super().__init__(tiling, **kwargs)
         self.gemm = gemm
+        self.config = config
         # C is an output of the kernel even when no epilogue reads it; named
         # first so that epilogue loads of it find the same argument.
         self.args.output(gemm.get_name())
@@ -114,7 +116,7 @@ class MaiaGemmKernel(MaiaKernel):
         same panel of B, which the micro-kernel packs at the first row block
         and reuses after (reuse_b = rb - row_start, nonzero after)."""
         rows_step = self._block_step(loop, "rb", row_start, row_stop,
-                                     self.index_constant(self.gemm.block_rows), TILE_ROWS)
+                                     self.index_constant(self.config.block_rows), TILE_ROWS)
         loop.writeline(f"scf.for %cb = %x_chunk_start to %x_chunk_stop step {cols_step} {{")
         with loop.indent():
             loop.writeline(f"%cb_next = arith.addi %cb, {cols_step} : index")
@@ -166,9 +168,9 @@ class MaiaGemmKernel(MaiaKernel):
         emitter = self._emitter(code, lambda: None)
         depth = emitter.emit(self._renamed(sympy.sympify(self._mnk()[2])))
         one = self.index_constant(1)
-        budget = self.index_constant(self.gemm.packed_b_floats)
+        budget = self.index_constant(self.config.packed_b_floats)
         least = self.index_constant(4 * TILE_COLS)
-        most = self.index_constant(self.gemm.block_cols)
+        most = self.index_constant(self.config.block_cols)
         code.writeline(f"%cb_depth = arith.maxsi {depth}, {one} : index")
         code.writeline(f"%cb_fit = arith.divsi {budget}, %cb_depth : index")
         code.writeline(f"%cb_fit_low = arith.maxsi %cb_fit, {least} : index")
@@ -224,18 +226,23 @@ class MaiaGemmKernel(MaiaKernel):
         return f"func.call @{self._ukernel()}({', '.join(operands)}) : ({types}) -> ()"
 
     # -------------------------------------------------------------- launch
+    def grid_sizes(self):
+        """(M over all batches, N, K): what maia_gemm_grid takes."""
+        m, n, k = self._mnk()
+        return V.graph.sizevars.simplify(self._batch() * m), n, k
+
     def call_kernel(self, name: str, node=None, deallocate_ws: bool = True) -> None:
         wrapper = V.graph.wrapper_code
         for symbol in self.args.sizevars:
             wrapper.ensure_size_computed(symbol)
         args = [str(outer) for _, _, outer in self.kernel_arguments()]
-        m, n, k = self._mnk()
-        # The grid splits C's rows over all batches (x's rows).
-        mnk = (V.graph.sizevars.simplify(self._batch() * m), n, k)
+        mnk = self.grid_sizes()
         device = self.gemm.get_device().index or 0
+        split = self.config.split
         if all(isinstance(size, (int, sympy.Integer)) for size in mnk):
-            grid = repr(maia_gemm_grid(*(int(size) for size in mnk), device))
+            grid = repr(maia_gemm_grid(*(int(size) for size in mnk), device, split))
         else:
             wrapper.add_import_once("from maia_inductor.gemm_grid import maia_gemm_grid")
-            grid = f"maia_gemm_grid({', '.join(pexpr(size) for size in mnk)}, {device})"
+            grid = (f"maia_gemm_grid({', '.join(pexpr(size) for size in mnk)}, {device}, "
+                    f"{split!r})")
         wrapper.writeline(f"{name}.run({grid}, {', '.join(args)})")

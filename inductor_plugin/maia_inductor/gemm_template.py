@@ -30,16 +30,12 @@ from torch._inductor.kernel.mm_common import mm_args
 from torch._inductor.lowering import register_lowering
 from torch._inductor.virtualized import V
 
+from . import gemm_autotune
+from .gemm_configs import EXTERN
+
 LIBRARY = "maia_gemm"
 # Element types the micro-kernels exist for (runtime/kernels/ukernels).
 SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-# The block of C per micro-kernel call, at most: rows x columns, the
-# epilogue reading the block back from cache. The micro-kernel packs a
-# column block's panel of B (all of K) once and reuses it for every row
-# block, so rows cost only A's packing (1/columns per multiply-add); the
-# packed panel is held to PACKED_B_FLOATS (4 MiB, L3) by narrowing the
-# column blocks for deep products.
-BLOCK_ROWS, BLOCK_COLS, PACKED_B_FLOATS = 252, 2048, 1 << 20
 
 aten = torch.ops.aten
 
@@ -64,13 +60,11 @@ class MaiaGemmBuffer(TemplateBuffer):
     """C = A @ B, written by a template kernel (gemm_kernel.py); inputs
     [A, B], 2-D (mm) or 3-D with a leading batch dimension (bmm), any
     strides (views of weights, transposes). The kernel, not a renderer,
-    generates the code: make_kernel_render stays None."""
+    generates the code, with the tile configuration chosen when the
+    epilogue is known (codegen_template): make_kernel_render stays None."""
 
-    def __init__(self, layout, inputs, block_rows: int = BLOCK_ROWS,
-                 block_cols: int = BLOCK_COLS, packed_b_floats: int = PACKED_B_FLOATS) -> None:
+    def __init__(self, layout, inputs) -> None:
         super().__init__(layout, inputs, make_kernel_render=None)
-        self.block_rows, self.block_cols = block_rows, block_cols
-        self.packed_b_floats = packed_b_floats
 
     def operands(self):
         """(A, B) as buffers or reinterpreted views with their layouts."""
@@ -206,18 +200,19 @@ class GemmTemplateScheduling:
                 f"(prologues: {len(prologue_nodes)}, source only: {only_gen_src_code})")
         epilogue = [n for n in epilogue_nodes
                     if n.get_name() not in self.scheduler.removed_ops]
-        if not epilogue:
-            self._extern_product(template_node)
-            return None
-        kernel = self._gemm_kernel(template_node, epilogue)
-        if kernel.rows_follow_product():
-            self._emit_gemm_kernel(kernel, [template_node, *epilogue])
-            return None
-        # The fused nodes split C's rows differently (rare: a view that cuts
-        # a row): the product alone, then the epilogue as a kernel of its own
-        # (which frees the buffers these nodes used last).
+        choice = gemm_autotune.choose(self, template_node, epilogue)
+        if choice != EXTERN:
+            kernel = self._gemm_kernel(template_node, epilogue, choice)
+            if kernel.rows_follow_product():
+                self._emit_gemm_kernel(kernel, [template_node, *epilogue])
+                return None
+        # The extern product (nothing fused, or what autotuning chose), or
+        # the fused nodes split C's rows differently (rare: a view that
+        # cuts a row): the product alone, then the epilogue as a kernel of
+        # its own (which frees the buffers these nodes used last).
         self._extern_product(template_node)
-        self._codegen_nodes(epilogue, None)
+        if epilogue:
+            self._codegen_nodes(epilogue, None)
         return None
 
     def _extern_product(self, template_node) -> None:
@@ -230,13 +225,15 @@ class GemmTemplateScheduling:
         a, b = (operand.codegen_reference() for operand in gemm.operands())
         wrapper.writeline(f"extern_kernels.{gemm.extern_op()}({a}, {b}, out={gemm.get_name()})")
 
-    def _gemm_kernel(self, template_node, epilogue):
+    def _gemm_kernel(self, template_node, epilogue, config):
+        """The template kernel of the product and its epilogue with the tile
+        configuration config (gemm_configs.py), its body generated."""
         from .gemm_kernel import MaiaGemmKernel
 
         _, (numel, rnumel) = template_node.group
         node_schedule = self.generate_node_schedule(epilogue, numel, rnumel)
         kernel = MaiaGemmKernel(self.create_tiling([numel], [rnumel]),
-                                gemm=_gemm_of(template_node),
+                                gemm=_gemm_of(template_node), config=config,
                                 features=SIMDKernelFeatures(node_schedule, numel, rnumel))
         self.codegen_node_schedule_with_kernel(node_schedule, kernel)
         return kernel
