@@ -4,9 +4,10 @@ maia three ways in one process, alternated: the extern eager GEMM
 default tiles (a plain product forced to the template with
 gemm_config="default"), and Inductor's max_autotune (the plugin times
 the template's tile configurations and the extern kernel and keeps the
-fastest; its choice is printed). max_autotune is set alone, not
-mode="max-autotune", which would also replay maia graphs
-(reduce-overhead) and so measure something else.
+fastest; its choice is printed with the candidates' timings it measured,
+kernel launches alone, in us). max_autotune is set alone, not
+mode="max-autotune", which would also replay maia graphs (reduce-overhead)
+and so measure something else.
 
 Cases: `bmm` (nothing fused: is the extern rule right?), `bmm_bias_gelu`
 (an epilogue to fuse), `linear_gelu` (mm + bias + gelu). Shapes are the
@@ -101,7 +102,7 @@ def measure(case, shape, calls, rounds):
         if variant == "autotune":
             new = [gemm_autotune.decisions[k] for k in gemm_autotune.decisions
                    if k not in decisions_before]
-            choice = new[0]["choice"] if new else "cached"
+            choice = new[0] if new else {"choice": "cached", "timings": {}}
     best = {variant: float("inf") for variant in compiled}
     for _ in range(rounds):
         for variant, fn_compiled in compiled.items():
@@ -109,6 +110,11 @@ def measure(case, shape, calls, rounds):
                                                         torch.maia.synchronize))
             time.sleep(0.01)
     return best, choice
+
+
+def timings_text(timings):
+    """The autotuner's own timings (kernel launches, min of runs), in us."""
+    return " ".join(f"{name} {ms * 1e3:.0f}" for name, ms in timings.items())
 
 
 def main():
@@ -132,11 +138,12 @@ def main():
                          **{f"{v}_us": t * 1e6 for v, t in best.items()},
                          "extern_over_template": best["extern"] / best["template"],
                          "default_over_autotune": default / best["autotune"],
-                         "choice": choice})
+                         "choice": choice["choice"], "candidate_ms": choice["timings"]})
             print(f"{case:>14} {label + ' ' + 'x'.join(map(str, shape)):>26} "
                   f"{best['extern'] * 1e6:>10.1f} {best['template'] * 1e6:>12.1f} "
                   f"{best['autotune'] * 1e6:>12.1f} {best['extern'] / best['template']:>9.2f} "
-                  f"{default / best['autotune']:>17.2f}  {choice}", flush=True)
+                  f"{default / best['autotune']:>17.2f}  {choice['choice']} "
+                  f"({timings_text(choice['timings'])})", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
