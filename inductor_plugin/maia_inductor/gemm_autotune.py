@@ -33,6 +33,7 @@ import time
 
 import sympy
 import torch
+from torch._inductor import config as inductor_config
 from torch._inductor.virtualized import V
 
 from .gemm_configs import CONFIGS, DEFAULT, EXTERN, config_named
@@ -86,8 +87,6 @@ def register_benchmarker() -> None:
 
 
 def autotuning() -> bool:
-    from torch._inductor import config as inductor_config
-
     return bool(inductor_config.max_autotune or inductor_config.max_autotune_gemm)
 
 
@@ -125,8 +124,6 @@ class _Autotuner:
         key = self._key(source, default)
         # force_disable_caches: Inductor's cache dir is a fresh one, and the
         # memory cache is not consulted either.
-        from torch._inductor import config as inductor_config
-
         remembered = None if inductor_config.force_disable_caches else decisions.get(key)
         decision = remembered or self._read(key)
         if decision is None:
@@ -185,13 +182,13 @@ class _Autotuner:
         mnk = [self._hint(size) for size in default.grid_sizes()]
         candidates, seen = {}, set()
         for config in CONFIGS:
-            kernel = default if config is DEFAULT else self.scheduling._gemm_kernel(
-                self.template_node, self.epilogue, config)
             grid = maia_gemm_grid(*mnk, self.device, config.split)
             same_as = (grid, config.block_rows, config.block_cols, config.packed_b_floats)
             if same_as in seen:
                 continue  # launches exactly like a configuration already timed
             seen.add(same_as)
+            kernel = default if config is DEFAULT else self.scheduling._gemm_kernel(
+                self.template_node, self.epilogue, config)
             source = default_source if config is DEFAULT else self._source(kernel)
             name = f"maia_autotune_{config.name}"
             candidates[config.name] = (kernel, grid, compile_async.kernel(
