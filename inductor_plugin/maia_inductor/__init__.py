@@ -27,6 +27,7 @@ def register() -> None:
     from .compiler import compiler_identity
     from .cpp_wrapper import MaiaCppWrapper
     from .device import MaiaDeviceOpOverrides
+    from .gemm_autotune import register_benchmarker
     from .graph_passes import MaiaPostGradPasses
     from .scheduling import MaiaScheduling
     from .wrapper import MaiaWrapperCodegen
@@ -42,6 +43,7 @@ def register() -> None:
                                 device_cpp_wrapper_codegen=MaiaCppWrapper,
                                 device_custom_pass=MaiaPostGradPasses(),
                                 device_custom_config=config)
+    register_benchmarker()  # max-autotune times GEMM templates on the device
     _registered = True
 
 

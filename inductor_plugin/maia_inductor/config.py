@@ -21,13 +21,18 @@ opt_level: int = int(os.environ.get("MAIA_INDUCTOR_OPT_LEVEL", "2"))
 # keep ordinary stores.
 streaming_store_min_bytes: int = int(os.environ.get("MAIA_INDUCTOR_STREAMING_STORE_MIN_BYTES",
                                                     str(8 << 20)))
-# mm/addmm as GEMM template kernels with fused epilogues (gemm_template.py);
+# mm/addmm/bmm/baddbmm as GEMM template kernels with fused epilogues (gemm_template.py);
 # off: extern calls into the eager GEMM kernels, as before the templates.
 gemm_templates: bool = os.environ.get("MAIA_INDUCTOR_GEMM_TEMPLATES", "1") != "0"
 # 2-D fp32 convolutions with pointwise consumers as convolution template
 # kernels with fused epilogues and channels-last outputs (conv_template.py);
 # off: extern calls into the eager convolution kernels.
 conv_templates: bool = os.environ.get("MAIA_INDUCTOR_CONV_TEMPLATES", "1") != "0"
+# Generate every GEMM template with this tile configuration, or as the
+# extern kernel ("extern"), instead of the default one (or, under
+# mode="max-autotune", the one timing chooses): gemm_configs.CHOICE_NAMES.
+# For tests and measurements; empty: not forced.
+gemm_config: str = os.environ.get("MAIA_INDUCTOR_GEMM_CONFIG", "")
 # Every kernel's .mlir and .maiabin are copied here when set.
 dump_dir: str = os.environ.get("MAIA_INDUCTOR_DUMP_DIR", "")
 

@@ -38,7 +38,7 @@ from torch._inductor.ir import FixedLayout, TemplateBuffer, TensorBox
 from torch._inductor.lowering import register_lowering
 from torch._inductor.virtualized import V, ops
 
-from .gemm_template import BLOCK_COLS, BLOCK_ROWS, PACKED_B_FLOATS, _has_pointwise_consumer
+from .gemm_template import _has_pointwise_consumer
 
 LIBRARY = "maia_conv"
 aten = torch.ops.aten
@@ -72,16 +72,19 @@ class MaiaConvBuffer(TemplateBuffer):
     """out = conv2d(x, weight), channels-last [N, O, OH, OW], written by a
     template kernel (conv_kernel.py); inputs [x, weight]. The geometry is
     static; channels_inner says the reduction runs over (tap, channel) (the
-    weight is then channels-last) rather than (channel, tap)."""
+    weight is then channels-last) rather than (channel, tap). The kernel's
+    blocks are the GEMM template's default tiles (gemm_configs.DEFAULT:
+    252 rows measured faster than 140 or 560 on ResNet-18)."""
 
-    def __init__(self, layout, inputs, *, stride, padding, dilation, channels_inner: bool,
-                 block_rows: int = BLOCK_ROWS, block_cols: int = BLOCK_COLS,
-                 packed_b_floats: int = PACKED_B_FLOATS) -> None:
+    # One image batch is the rows of one product (MaiaGemmKernel's bmm path
+    # is for batched matrices).
+    batched = False
+
+    def __init__(self, layout, inputs, *, stride, padding, dilation,
+                 channels_inner: bool) -> None:
         super().__init__(layout, inputs, make_kernel_render=None)
         self.stride, self.padding, self.dilation = stride, padding, dilation
         self.channels_inner = channels_inner
-        self.block_rows, self.block_cols = block_rows, block_cols
-        self.packed_b_floats = packed_b_floats
 
     def extract_read_writes(self, normalize: bool = False):
         """The write of the output in its memory order (pixels, then

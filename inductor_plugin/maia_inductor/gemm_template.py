@@ -1,17 +1,17 @@
-"""GEMM template kernels: mm/addmm (and so nn.Linear) in compiled maia graphs
-become one MLIR kernel that calls the GEMM micro-kernel for each block of
-C and runs the pointwise epilogue Inductor fuses into it (bias, activation,
+"""GEMM template kernels: mm/addmm (and so nn.Linear) and bmm/baddbmm in
+compiled maia graphs become one MLIR kernel that calls the GEMM
+micro-kernel for each block of C and runs the pointwise epilogue Inductor fuses into it (bias, activation,
 residual add, dtype cast) on that block while it is in cache.
 
 How a product gets here (docs/inductor.md, "GEMM templates"):
-1. The post-grad pass (graph_passes.py) retargets `aten.mm` on maia to
-   `maia_gemm.mm` (same schema) and splits `aten.addmm` into `maia_gemm.mm`
-   plus a pointwise add of the bias, which Inductor then fuses back as the
-   epilogue. Inductor's own mm lowering (`tuned_mm`) offers a device only
+1. The post-grad pass (graph_passes.py) retargets `aten.mm` (`aten.bmm`)
+   on maia to `maia_gemm.mm` (`maia_gemm.bmm`, same schema) and splits
+   `aten.addmm` (`aten.baddbmm`) into the product plus a pointwise add of
+   the bias, which Inductor then fuses back as the epilogue. Inductor's own mm lowering (`tuned_mm`) offers a device only
    the extern kernel and the Triton/CUTLASS/C++ templates of in-tree
    devices; a lowering for our own operator is the registry way to offer
    another, and touches nothing of other devices.
-2. The lowering of `maia_gemm.mm` builds a `MaiaGemmBuffer`, an
+2. The lowering of `maia_gemm.mm`/`bmm` builds a `MaiaGemmBuffer`, an
    `ir.TemplateBuffer`, so the scheduler offers its consumers as epilogues.
 3. `GemmTemplateScheduling` (a base of MaiaScheduling) generates the
    kernel (gemm_kernel.py) of the product and the pointwise epilogue nodes
@@ -30,16 +30,12 @@ from torch._inductor.kernel.mm_common import mm_args
 from torch._inductor.lowering import register_lowering
 from torch._inductor.virtualized import V
 
+from . import gemm_autotune
+from .gemm_configs import EXTERN
+
 LIBRARY = "maia_gemm"
 # Element types the micro-kernels exist for (runtime/kernels/ukernels).
 SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-# The block of C per micro-kernel call, at most: rows x columns, the
-# epilogue reading the block back from cache. The micro-kernel packs a
-# column block's panel of B (all of K) once and reuses it for every row
-# block, so rows cost only A's packing (1/columns per multiply-add); the
-# packed panel is held to PACKED_B_FLOATS (4 MiB, L3) by narrowing the
-# column blocks for deep products.
-BLOCK_ROWS, BLOCK_COLS, PACKED_B_FLOATS = 252, 2048, 1 << 20
 
 aten = torch.ops.aten
 
@@ -50,31 +46,41 @@ def gemm_ops():
     pass retargets products to. Eagerly, and under fake tensors, they are
     the aten operators."""
     library = torch.library.Library(LIBRARY, "DEF")
-    library.define("mm(Tensor self, Tensor mat2) -> Tensor")
-    library.impl("mm", lambda a, b: aten.mm(a, b), "CompositeExplicitAutograd")
-    torch.library.register_fake(f"{LIBRARY}::mm", lambda a, b: aten.mm(a, b), lib=library)
-    register_lowering(torch.ops.maia_gemm.mm.default, type_promotion_kind=None)(_lower_mm)
+    for name, aten_op in (("mm", aten.mm), ("bmm", aten.bmm)):
+        library.define(f"{name}(Tensor self, Tensor mat2) -> Tensor")
+        library.impl(name, aten_op.default, "CompositeExplicitAutograd")
+        torch.library.register_fake(f"{LIBRARY}::{name}", aten_op.default, lib=library)
+        register_lowering(getattr(torch.ops.maia_gemm, name).default,
+                          type_promotion_kind=None)(_lower_product)
     gemm_ops.library = library  # keeps the definitions alive
     return torch.ops.maia_gemm
 
 
 class MaiaGemmBuffer(TemplateBuffer):
     """C = A @ B, written by a template kernel (gemm_kernel.py); inputs
-    [A, B], any strides (views of weights, transposes). The kernel, not a
-    renderer, generates the code: make_kernel_render stays None."""
+    [A, B], 2-D (mm) or 3-D with a leading batch dimension (bmm), any
+    strides (views of weights, transposes). The kernel, not a renderer,
+    generates the code, with the tile configuration chosen when the
+    epilogue is known (codegen_template): make_kernel_render stays None."""
 
-    def __init__(self, layout, inputs, block_rows: int = BLOCK_ROWS,
-                 block_cols: int = BLOCK_COLS, packed_b_floats: int = PACKED_B_FLOATS) -> None:
+    def __init__(self, layout, inputs) -> None:
         super().__init__(layout, inputs, make_kernel_render=None)
-        self.block_rows, self.block_cols = block_rows, block_cols
-        self.packed_b_floats = packed_b_floats
 
     def operands(self):
         """(A, B) as buffers or reinterpreted views with their layouts."""
         return self.inputs[0], self.inputs[1]
 
+    @property
+    def batched(self) -> bool:
+        return len(self.get_size()) == 3
 
-def _lower_mm(mat1, mat2):
+    def extern_op(self) -> str:
+        """The eager kernel computing the same product (extern_kernels.<op>)."""
+        return "bmm" if self.batched else "mm"
+
+
+def _lower_product(mat1, mat2):
+    # C is contiguous ([B,] M, N): the kernel's rows of x are C's rows.
     m, n, k, layout, mat1, mat2 = mm_args(mat1, mat2)
     return TensorBox.create(MaiaGemmBuffer(layout, [mat1, mat2]))
 
@@ -85,18 +91,21 @@ def _fake(node: torch.fx.Node):
     return value if isinstance(value, torch.Tensor) else None
 
 
-def _templatable(*operands) -> bool:
-    """Both operands are 2-D maia tensors of a dtype the micro-kernels have."""
+def _templatable(*operands, rank: int = 2) -> bool:
+    """Both operands are maia tensors of the given rank (2: mm, 3: bmm) and
+    of a dtype the micro-kernels have."""
     values = [_fake(x) for x in operands]
-    return all(v is not None and v.device.type == "maia" and v.dim() == 2
+    return all(v is not None and v.device.type == "maia" and v.dim() == rank
                and v.dtype in SUPPORTED_DTYPES and v.dtype == values[0].dtype
                for v in values)
 
 
 def use_gemm_templates(graph: torch.fx.Graph) -> None:
-    """mm -> maia_gemm.mm; addmm with a pointwise consumer -> maia_gemm.mm +
-    the bias as a pointwise epilogue (the consumer joins it). The C++ wrapper (cpp_wrapper, AOTInductor) keeps the extern
-    kernels: its launcher knows only the pointwise and reduction grids."""
+    """mm -> maia_gemm.mm and bmm -> maia_gemm.bmm; addmm (baddbmm) with a
+    pointwise consumer -> maia_gemm.mm (bmm) + the bias as a pointwise
+    epilogue (the consumer joins it). The C++ wrapper (cpp_wrapper,
+    AOTInductor) keeps the extern kernels: its launcher knows only the
+    pointwise and reduction grids."""
     from . import config
 
     if (not config.gemm_templates or inductor_config.cpp_wrapper
@@ -108,9 +117,14 @@ def use_gemm_templates(graph: torch.fx.Graph) -> None:
             continue
         if node.target is aten.mm.default and _templatable(*node.args[:2]):
             node.target = ops.mm.default
+        elif node.target is aten.bmm.default and _templatable(*node.args[:2], rank=3):
+            node.target = ops.bmm.default
         elif (node.target is aten.addmm.default and _templatable(*node.args[1:3])
               and _has_pointwise_consumer(node)):
-            _split_addmm(graph, node, ops)
+            _split_biased_product(graph, node, ops.mm.default)
+        elif (node.target is aten.baddbmm.default
+              and _templatable(*node.args[1:3], rank=3) and _has_pointwise_consumer(node)):
+            _split_biased_product(graph, node, ops.bmm.default)
 
 
 _VIEWS = (aten._unsafe_view.default,)
@@ -136,13 +150,15 @@ def _has_pointwise_consumer(node: torch.fx.Node) -> bool:
     return False
 
 
-def _split_addmm(graph: torch.fx.Graph, node: torch.fx.Node, ops) -> None:
+def _split_biased_product(graph: torch.fx.Graph, node: torch.fx.Node, product) -> None:
+    """addmm/baddbmm(bias, mat1, mat2, beta, alpha) -> alpha * product(mat1,
+    mat2) + beta * bias."""
     bias, mat1, mat2 = node.args[:3]
     beta = node.kwargs.get("beta", 1)
     alpha = node.kwargs.get("alpha", 1)
     value = node.meta["val"]
     with graph.inserting_before(node):
-        result = graph.call_function(ops.mm.default, (mat1, mat2))
+        result = graph.call_function(product, (mat1, mat2))
         result.meta["val"] = value
         if alpha != 1:
             result = graph.call_function(aten.mul.Tensor, (result, alpha))
@@ -184,18 +200,19 @@ class GemmTemplateScheduling:
                 f"(prologues: {len(prologue_nodes)}, source only: {only_gen_src_code})")
         epilogue = [n for n in epilogue_nodes
                     if n.get_name() not in self.scheduler.removed_ops]
-        if not epilogue:
-            self._extern_product(template_node)
-            return None
-        kernel = self._gemm_kernel(template_node, epilogue)
-        if kernel.rows_follow_product():
-            self._emit_gemm_kernel(kernel, [template_node, *epilogue])
-            return None
-        # The fused nodes split C's rows differently (rare: a view that cuts
-        # a row): the product alone, then the epilogue as a kernel of its own
-        # (which frees the buffers these nodes used last).
+        choice = gemm_autotune.choose(self, template_node, epilogue)
+        if choice != EXTERN:
+            kernel = self._gemm_kernel(template_node, epilogue, choice)
+            if kernel.rows_follow_product():
+                self._emit_gemm_kernel(kernel, [template_node, *epilogue])
+                return None
+        # The extern product (nothing fused, or what autotuning chose), or
+        # the fused nodes split C's rows differently (rare: a view that
+        # cuts a row): the product alone, then the epilogue as a kernel of
+        # its own (which frees the buffers these nodes used last).
         self._extern_product(template_node)
-        self._codegen_nodes(epilogue, None)
+        if epilogue:
+            self._codegen_nodes(epilogue, None)
         return None
 
     def _extern_product(self, template_node) -> None:
@@ -206,15 +223,17 @@ class GemmTemplateScheduling:
         wrapper = V.graph.wrapper_code
         template_node.mark_run()
         a, b = (operand.codegen_reference() for operand in gemm.operands())
-        wrapper.writeline(f"extern_kernels.mm({a}, {b}, out={gemm.get_name()})")
+        wrapper.writeline(f"extern_kernels.{gemm.extern_op()}({a}, {b}, out={gemm.get_name()})")
 
-    def _gemm_kernel(self, template_node, epilogue):
+    def _gemm_kernel(self, template_node, epilogue, config):
+        """The template kernel of the product and its epilogue with the tile
+        configuration config (gemm_configs.py), its body generated."""
         from .gemm_kernel import MaiaGemmKernel
 
         _, (numel, rnumel) = template_node.group
         node_schedule = self.generate_node_schedule(epilogue, numel, rnumel)
         kernel = MaiaGemmKernel(self.create_tiling([numel], [rnumel]),
-                                gemm=_gemm_of(template_node),
+                                gemm=_gemm_of(template_node), config=config,
                                 features=SIMDKernelFeatures(node_schedule, numel, rnumel))
         self.codegen_node_schedule_with_kernel(node_schedule, kernel)
         return kernel

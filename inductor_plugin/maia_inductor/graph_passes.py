@@ -6,9 +6,9 @@ own post-grad passes on every graph that touches a maia tensor).
 Operators without an MLIR lowering (eager_fallbacks.py) are retargeted to
 their eager twins, which Inductor calls as fallback kernels (they warn,
 naming the operator, the first time they run). Matrix products become GEMM
-templates (gemm_template.py: mm -> maia_gemm.mm, addmm -> maia_gemm.mm plus
-the bias as a pointwise epilogue), convolutions convolution templates
-(conv_template.py).
+templates (gemm_template.py: mm -> maia_gemm.mm, bmm -> maia_gemm.bmm,
+addmm/baddbmm -> the product plus the bias as a pointwise epilogue),
+convolutions convolution templates (conv_template.py).
 
 Why a full argmax/argmin needs a pass: Inductor reorders a reduction's loops
 to follow memory order, so the position a reduction reports is the position
