@@ -48,6 +48,8 @@ struct ValueWait {
   std::string what;                     // names the wait in a failure
   std::atomic<int64_t> head_since_ns{0};  // when the stream first reached it
   std::atomic<bool> released{false};
+  bool left_watcher = false;  // guarded by the watcher's mutex
+  std::atomic<bool> leaving{false};
 
   bool met() const {
     const uint64_t current = std::atomic_ref<uint64_t>(*word).load(std::memory_order_acquire);
@@ -66,6 +68,12 @@ struct ValueWait {
 };
 
 /// The thread that notices waits met or failed and wakes the cores.
+///
+/// Lifetime: a wait's word may be IPC memory the user unmaps as soon as the
+/// stream has moved past the wait. So the watcher dereferences words only
+/// under mutex_, and a wait leaves the watcher (remove(), under mutex_)
+/// before its command reports ready. mutex_ is a leaf lock: nothing else is
+/// acquired while it is held, so remove() may be called from any context.
 class ValueWatcher {
  public:
   static ValueWatcher& get() {
@@ -76,6 +84,7 @@ class ValueWatcher {
   void add(std::shared_ptr<ValueWait> wait) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      if (wait->left_watcher) return;  // met, or destroyed, before it was added
       waits_.push_back(std::move(wait));
       if (!started_) {
         started_ = true;
@@ -88,44 +97,61 @@ class ValueWatcher {
             nullptr, 0);
   }
 
+  /// After this returns the watcher no longer reads the wait's word, and a
+  /// later add() of it (a racing ready()) is ignored.
+  void remove(ValueWait* wait) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    wait->left_watcher = true;
+    std::erase_if(waits_, [&](const auto& w) { return w.get() == wait; });
+  }
+
  private:
   void run() {
     while (true) {
-      std::vector<std::shared_ptr<ValueWait>> waits;
+      std::vector<std::shared_ptr<ValueWait>> pending;
       std::vector<futex_waitv> sleep;
+      bool met = false;
       {
         std::unique_lock<std::mutex> lock(mutex_);
         added_.wait(lock, [&] { return !waits_.empty(); });
-        waits = waits_;
         sleep.push_back(futex_waitv{kick_.load(std::memory_order_seq_cst),
                                     reinterpret_cast<uintptr_t>(&kick_),
                                     FUTEX_32 | FUTEX_PRIVATE_FLAG, 0});
-      }
-      // Read the words before checking the waits: a write after the check
-      // changes a word we sleep on, or is seen within the slice.
-      for (const auto& wait : waits) {
-        if (sleep.size() >= FUTEX_WAITV_MAX) break;  // the rest: within the slice
-        uint32_t* word = futexWord(wait->word);
-        sleep.push_back(futex_waitv{std::atomic_ref<uint32_t>(*word).load(),
-                                    reinterpret_cast<uintptr_t>(word), FUTEX_32, 0});
-      }
-      bool changed = false;
-      const int64_t now = nowNs();
-      for (auto& wait : waits) {
-        if (wait->released.load(std::memory_order_acquire) || wait->met()) {
-          wait->released.store(true, std::memory_order_release);
-          changed = true;
-          continue;
+        // Read the words before checking the waits: a write after the check
+        // changes a word we sleep on, or is seen within the slice.
+        for (const auto& wait : waits_) {
+          if (sleep.size() >= FUTEX_WAITV_MAX) break;  // the rest: within the slice
+          uint32_t* word = futexWord(wait->word);
+          sleep.push_back(futex_waitv{std::atomic_ref<uint32_t>(*word).load(),
+                                      reinterpret_cast<uintptr_t>(word), FUTEX_32, 0});
         }
+        for (const auto& wait : waits_) {
+          if (wait->released.load(std::memory_order_acquire) || wait->met()) {
+            wait->released.store(true, std::memory_order_release);
+            met = true;
+          } else {
+            pending.push_back(wait);
+          }
+        }
+        std::erase_if(waits_, [](const auto& w) { return w->released.load(); });
+      }
+      if (met) {
+        scheduler().notifyExternal();
+        continue;
+      }
+      // Failures need no word: checked without the lock, so that recording
+      // a fault (the device's lock) never nests inside mutex_.
+      bool failed = false;
+      const int64_t now = nowNs();
+      for (auto& wait : pending) {
         std::string cause = wait->failure(now);
         if (cause.empty()) continue;
         wait->device->recordFault(cause);
         wait->released.store(true, std::memory_order_release);
-        changed = true;
+        failed = true;
       }
-      if (changed) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        std::erase_if(waits_, [](const auto& w) { return w->released.load(); });
+      if (failed) {
+        removeReleased();
         scheduler().notifyExternal();
         continue;
       }
@@ -134,13 +160,20 @@ class ValueWatcher {
       deadline.tv_nsec += kWatchSliceNs;
       deadline.tv_sec += deadline.tv_nsec / 1'000'000'000;
       deadline.tv_nsec %= 1'000'000'000;
+      // ENOSYS: no futex_waitv (Linux < 5.16). EFAULT: a word was unmapped
+      // after its wait left the watcher. Either way, poll for one slice.
       if (syscall(SYS_futex_waitv, sleep.data(), sleep.size(), 0, &deadline, CLOCK_MONOTONIC) <
               0 &&
-          errno == ENOSYS) {
-        timespec slice{0, kWatchSliceNs};  // no futex_waitv (Linux < 5.16): poll
+          (errno == ENOSYS || errno == EFAULT)) {
+        timespec slice{0, kWatchSliceNs};
         nanosleep(&slice, nullptr);
       }
     }
+  }
+
+  void removeReleased() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::erase_if(waits_, [](const auto& w) { return w->released.load(); });
   }
 
   std::mutex mutex_;
@@ -155,8 +188,12 @@ class ValueWatcher {
 class WaitValueCommand final : public Command {
  public:
   explicit WaitValueCommand(std::shared_ptr<ValueWait> wait) : wait_(std::move(wait)) {}
+  ~WaitValueCommand() override { leaveWatcher(); }
   bool ready() const override {
-    if (wait_->released.load(std::memory_order_acquire) || wait_->met()) return true;
+    if (wait_->released.load(std::memory_order_acquire) || wait_->met()) {
+      leaveWatcher();  // before the stream moves on and the user may unmap
+      return true;
+    }
     if (wait_->head_since_ns.load(std::memory_order_relaxed) == 0) {
       int64_t none = 0;
       if (wait_->head_since_ns.compare_exchange_strong(none, nowNs()))
@@ -169,6 +206,10 @@ class WaitValueCommand final : public Command {
   std::string describe() const override { return wait_->what; }
 
  private:
+  void leaveWatcher() const {
+    if (!wait_->leaving.exchange(true)) ValueWatcher::get().remove(wait_.get());
+  }
+
   std::shared_ptr<ValueWait> wait_;
 };
 
