@@ -1,28 +1,15 @@
 #include "ipc_event.h"
 
-#include <linux/futex.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <climits>
-#include <ctime>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-#include <vector>
-
 #include "device.h"
+#include "external_watcher.h"
 #include "ipc_handle.h"
 #include "ipc_table.h"
 #include "scheduler.h"
 
 namespace maia::driver::ipc {
 namespace {
-
-/// How long the watcher sleeps before it looks at the owners' pidfds: the
-/// bound on noticing an owner's exit.
-constexpr long kWatchSliceNs = 2'000'000;
 
 void atomicMax(std::atomic<uint64_t>& value, uint64_t candidate) {
   uint64_t current = value.load(std::memory_order_seq_cst);
@@ -31,143 +18,27 @@ void atomicMax(std::atomic<uint64_t>& value, uint64_t candidate) {
   }
 }
 
-// Shared (not FUTEX_PRIVATE) futex operations: the word is in a memfd that
-// two processes map.
-void futexWake(std::atomic<uint32_t>& word) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr,
-          0);
-}
-
-/// One word futexWaitAny sleeps on: a shared word of a peer's table, or a
-/// word of this process.
-struct SleepWord {
-  std::atomic<uint32_t>* word;
-  uint32_t seen;
-  bool shared;
-};
-
-/// Sleeps until one of words changes (or is woken), or timeout_ns pass.
-/// futex_waitv (Linux 5.16) sleeps on all of them at once; without it, on
-/// the first only, the others being seen within the timeout.
-void futexWaitAny(const std::vector<SleepWord>& words, long timeout_ns) {
-  static std::atomic<bool> have_waitv{true};
-  if (have_waitv.load(std::memory_order_relaxed)) {
-    std::vector<futex_waitv> waiters;
-    for (const SleepWord& w : words)
-      waiters.push_back(futex_waitv{w.seen, reinterpret_cast<uintptr_t>(w.word),
-                                    FUTEX_32 | (w.shared ? 0u : FUTEX_PRIVATE_FLAG), 0});
-    timespec deadline{};
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_nsec += timeout_ns;
-    deadline.tv_sec += deadline.tv_nsec / 1'000'000'000;
-    deadline.tv_nsec %= 1'000'000'000;
-    if (syscall(SYS_futex_waitv, waiters.data(), waiters.size(), 0, &deadline,
-                CLOCK_MONOTONIC) >= 0 ||
-        errno != ENOSYS)
-      return;
-    have_waitv.store(false, std::memory_order_relaxed);
-  }
-  const SleepWord& first = words.front();
-  timespec timeout{0, timeout_ns};
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(first.word),
-          first.shared ? FUTEX_WAIT : FUTEX_WAIT_PRIVATE, first.seen, &timeout, nullptr, 0);
-}
-
-/// One wait for record `sequence` of an imported event.
-struct Wait {
+/// One wait for record `sequence` of an imported event. The event holds
+/// the peer's table (where the slot is) alive.
+class Wait final : public ExternalWait {
+ public:
   std::shared_ptr<SharedEvent> event;
   uint64_t sequence = 0;
-  Device* device = nullptr;  // gets the sticky error; null for a host wait
-  std::atomic<bool> released{false};
-  std::atomic<bool> failed{false};
 
-  bool met() const {
+  bool met() const override {
     return event->slot->completed.load(std::memory_order_acquire) >= sequence;
   }
-  std::string failure() const {
+  /// The slot's signal, bumped by every completion; the owner makes the
+  /// wake syscall only while a peer sleeps on it.
+  FutexWord word() const override {
+    return {&event->slot->signal, /*shared=*/true, &event->slot->sleepers};
+  }
+  std::string failure(int64_t) const override {
+    // met() after alive(): a record completed just before the owner exited.
+    if (event->peer->alive() || met()) return {};
     return "waiting on an interprocess event: process " + std::to_string(event->peer->pid()) +
            ", which owns it, exited before the awaited record completed";
   }
-};
-
-/// The thread that notices waits met or failed and wakes the cores.
-class Watcher {
- public:
-  static Watcher& get() {
-    static auto* watcher = new Watcher();  // never joined: it sleeps in slices
-    return *watcher;
-  }
-
-  void add(std::shared_ptr<Wait> wait) {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      waits_.push_back(std::move(wait));
-      if (!thread_started_) {
-        thread_started_ = true;
-        std::thread([this] { run(); }).detach();
-      }
-      kick_.fetch_add(1, std::memory_order_seq_cst);
-    }
-    added_.notify_one();
-    // If it sleeps on the words of other waits, it must add this one's.
-    syscall(SYS_futex, reinterpret_cast<uint32_t*>(&kick_), FUTEX_WAKE_PRIVATE, 1, nullptr,
-            nullptr, 0);
-  }
-
- private:
-  void run() {
-    while (true) {
-      std::vector<std::shared_ptr<Wait>> waits;
-      std::vector<SleepWord> words;
-      {
-        std::unique_lock<std::mutex> lock(mutex_);
-        added_.wait(lock, [&] { return !waits_.empty(); });
-        waits = waits_;
-        words.push_back({&kick_, kick_.load(std::memory_order_seq_cst), /*shared=*/false});
-      }
-      // Sleep on the futex word of every event awaited, so that any owner's
-      // completion wakes us at once. Announce the sleep and read the words
-      // before checking the waits: a completion after the check either
-      // changes a word or sees a sleeper and wakes it.
-      std::vector<EventSlot*> slots;
-      for (const auto& wait : waits) {
-        EventSlot* slot = wait->event->slot;
-        if (slots.size() + 1 >= FUTEX_WAITV_MAX ||
-            std::find(slots.begin(), slots.end(), slot) != slots.end())
-          continue;  // beyond the limit: seen within the slice
-        slots.push_back(slot);
-        slot->sleepers.fetch_add(1, std::memory_order_seq_cst);
-        words.push_back({&slot->signal, slot->signal.load(std::memory_order_seq_cst),
-                         /*shared=*/true});
-      }
-      bool changed = false;
-      for (auto& wait : waits) {
-        if (wait->met()) {
-          wait->released.store(true, std::memory_order_release);
-          changed = true;
-        } else if (!wait->event->peer->alive() && !wait->met()) {
-          if (wait->device) wait->device->recordFault(wait->failure());
-          wait->failed.store(true, std::memory_order_release);
-          wait->released.store(true, std::memory_order_release);
-          changed = true;
-        }
-      }
-      if (changed) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        std::erase_if(waits_, [](const auto& w) { return w->released.load(); });
-        scheduler().notifyExternal();
-      } else {
-        futexWaitAny(words, kWatchSliceNs);
-      }
-      for (EventSlot* slot : slots) slot->sleepers.fetch_sub(1, std::memory_order_seq_cst);
-    }
-  }
-
-  std::mutex mutex_;
-  std::condition_variable added_;
-  std::vector<std::shared_ptr<Wait>> waits_;
-  bool thread_started_ = false;
-  std::atomic<uint32_t> kick_{0};  // bumped by add(): wakes the watcher's sleep
 };
 
 /// Holds its stream until the wait is met (or failed: then the device is
@@ -175,9 +46,7 @@ class Watcher {
 class SharedEventWaitCommand final : public Command {
  public:
   explicit SharedEventWaitCommand(std::shared_ptr<Wait> wait) : wait_(std::move(wait)) {}
-  bool ready() const override {
-    return wait_->released.load(std::memory_order_acquire) || wait_->met();
-  }
+  bool ready() const override { return wait_->passable(); }
   void runChunk(int64_t) override {}
   bool skippedOnFault() const override { return false; }
   std::string describe() const override { return "interprocess event wait"; }
@@ -264,7 +133,8 @@ void completeRecord(EventSlot& slot, uint64_t sequence) {
   atomicMax(slot.completed, sequence);
   slot.signal.fetch_add(1, std::memory_order_seq_cst);
   // A syscall only when a peer sleeps on this event.
-  if (slot.sleepers.load(std::memory_order_seq_cst) > 0) futexWake(slot.signal);
+  if (slot.sleepers.load(std::memory_order_seq_cst) > 0)
+    futexWakeAll(&slot.signal, /*shared=*/true);
 }
 
 Status queryImported(const SharedEvent& event, const char* what) {
@@ -282,11 +152,11 @@ Status synchronizeImported(const std::shared_ptr<SharedEvent>& event) {
   wait->event = event;
   MAIA_RETURN_IF_ERROR(latestRecord(*event, "maiaEventSynchronize", &wait->sequence));
   if (wait->met()) return {};
-  Watcher::get().add(wait);
+  ExternalWatcher::get().add(wait);
   scheduler().waitUntil([&] { return wait->released.load(std::memory_order_acquire); },
                         nullptr);
-  if (wait->failed.load())
-    return Status(maiaErrorPeerExited, "maiaEventSynchronize: " + wait->failure());
+  if (wait->failed.load(std::memory_order_acquire))
+    return Status(maiaErrorPeerExited, "maiaEventSynchronize: " + wait->cause);
   return {};
 }
 
@@ -296,7 +166,7 @@ Status makeWaitCommand(const std::shared_ptr<SharedEvent>& event, Device* device
   wait->event = event;
   wait->device = device;
   MAIA_RETURN_IF_ERROR(latestRecord(*event, "maiaStreamWaitEvent", &wait->sequence));
-  if (!wait->met()) Watcher::get().add(wait);
+  if (!wait->met()) ExternalWatcher::get().add(wait);
   *out = std::make_unique<SharedEventWaitCommand>(std::move(wait));
   return {};
 }
