@@ -38,7 +38,7 @@ from torch._inductor.ir import FixedLayout, TemplateBuffer, TensorBox
 from torch._inductor.lowering import register_lowering
 from torch._inductor.virtualized import V, ops
 
-from .gemm_template import _has_pointwise_consumer
+from .template_graph import fake_value, has_pointwise_consumer, replace_node, template_buffer_of
 
 LIBRARY = "maia_conv"
 aten = torch.ops.aten
@@ -185,20 +185,15 @@ def weight_matrix_strides(conv: MaiaConvBuffer):
 
 
 # --------------------------------------------------------------- post-grad
-def _fake(node):
-    value = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    return value if isinstance(value, torch.Tensor) else None
-
-
 def _max_offset(t: torch.Tensor) -> int:
     return sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
 
 
 def _templatable(node: torch.fx.Node) -> bool:
     x, weight, bias, stride, padding, dilation, transposed, _, groups = node.args[:9]
-    values = [_fake(x), _fake(weight), _fake(node)]
+    values = [fake_value(x), fake_value(weight), fake_value(node)]
     if bias is not None:
-        values.append(_fake(bias))
+        values.append(fake_value(bias))
     if any(v is None or v.device.type != "maia" or v.dtype != torch.float32 for v in values):
         return False
     xv, wv, out = values[:3]
@@ -221,7 +216,7 @@ def use_conv_templates(graph: torch.fx.Graph) -> None:
         return
     for node in list(graph.nodes):
         if (node.op == "call_function" and node.target is aten.convolution.default
-                and _templatable(node) and _has_pointwise_consumer(node)):
+                and _templatable(node) and has_pointwise_consumer(node)):
             _retarget(graph, node, conv_ops())
 
 
@@ -233,19 +228,17 @@ def _retarget(graph: torch.fx.Graph, node: torch.fx.Node, ops) -> None:
                                      (x, weight, list(stride), list(padding), list(dilation)))
         result.meta["val"] = value
         if bias is not None:
-            channels = _fake(bias).shape[0]
+            channels = fake_value(bias).shape[0]
             column = graph.call_function(aten.view.default, (bias, [1, channels, 1, 1]))
-            column.meta["val"] = _fake(bias).view(1, channels, 1, 1)
+            column.meta["val"] = fake_value(bias).view(1, channels, 1, 1)
             result = graph.call_function(aten.add.Tensor, (result, column))
             result.meta["val"] = value
-    node.replace_all_uses_with(result)
-    graph.erase_node(node)
+    replace_node(graph, node, result)
 
 
 # -------------------------------------------------------------- scheduling
 def _conv_of(node):
-    template = node.get_template_node() if node.is_template() else None
-    return template if isinstance(template, MaiaConvBuffer) else None
+    return template_buffer_of(node, MaiaConvBuffer)
 
 
 class ConvTemplateScheduling:

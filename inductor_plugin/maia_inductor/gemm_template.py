@@ -32,6 +32,7 @@ from torch._inductor.virtualized import V
 
 from . import gemm_autotune
 from .gemm_configs import EXTERN
+from .template_graph import fake_value, has_pointwise_consumer, replace_node, template_buffer_of
 
 LIBRARY = "maia_gemm"
 # Element types the micro-kernels exist for (runtime/kernels/ukernels).
@@ -86,15 +87,10 @@ def _lower_product(mat1, mat2):
 
 
 # --------------------------------------------------------------- post-grad
-def _fake(node: torch.fx.Node):
-    value = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
-    return value if isinstance(value, torch.Tensor) else None
-
-
 def _templatable(*operands, rank: int = 2) -> bool:
     """Both operands are maia tensors of the given rank (2: mm, 3: bmm) and
     of a dtype the micro-kernels have."""
-    values = [_fake(x) for x in operands]
+    values = [fake_value(x) for x in operands]
     return all(v is not None and v.device.type == "maia" and v.dim() == rank
                and v.dtype in SUPPORTED_DTYPES and v.dtype == values[0].dtype
                for v in values)
@@ -120,34 +116,11 @@ def use_gemm_templates(graph: torch.fx.Graph) -> None:
         elif node.target is aten.bmm.default and _templatable(*node.args[:2], rank=3):
             node.target = ops.bmm.default
         elif (node.target is aten.addmm.default and _templatable(*node.args[1:3])
-              and _has_pointwise_consumer(node)):
+              and has_pointwise_consumer(node)):
             _split_biased_product(graph, node, ops.mm.default)
         elif (node.target is aten.baddbmm.default
-              and _templatable(*node.args[1:3], rank=3) and _has_pointwise_consumer(node)):
+              and _templatable(*node.args[1:3], rank=3) and has_pointwise_consumer(node)):
             _split_biased_product(graph, node, ops.bmm.default)
-
-
-_VIEWS = (aten._unsafe_view.default,)
-
-
-def _has_pointwise_consumer(node: torch.fx.Node) -> bool:
-    """Whether a pointwise operator reads node's result (through views):
-    only then can the template fuse more than the bias, which the extern
-    addmm adds while it writes C. A bias-only epilogue costs a pass over C
-    and a second buffer (measured: the zoo's BERT layer at 0.67x, its Q/K/V
-    projections feeding bmm)."""
-    pending, seen = list(node.users), set()
-    while pending:
-        user = pending.pop()
-        if user in seen or user.op != "call_function":
-            continue
-        seen.add(user)
-        target = user.target
-        if getattr(target, "is_view", False) or target in _VIEWS:
-            pending.extend(user.users)
-        elif torch.Tag.pointwise in getattr(target, "tags", ()):
-            return True
-    return False
 
 
 def _split_biased_product(graph: torch.fx.Graph, node: torch.fx.Node, product) -> None:
@@ -166,17 +139,15 @@ def _split_biased_product(graph: torch.fx.Graph, node: torch.fx.Node, product) -
         if beta != 0:  # beta == 0 ignores the bias, NaN included (as BLAS)
             if beta != 1:
                 bias = graph.call_function(aten.mul.Tensor, (bias, beta))
-                bias.meta["val"] = _fake(node.args[0]) * beta
+                bias.meta["val"] = fake_value(node.args[0]) * beta
             result = graph.call_function(aten.add.Tensor, (result, bias))
             result.meta["val"] = value
-    node.replace_all_uses_with(result)
-    graph.erase_node(node)
+    replace_node(graph, node, result)
 
 
 # -------------------------------------------------------------- scheduling
 def _gemm_of(node):
-    template = node.get_template_node() if node.is_template() else None
-    return template if isinstance(template, MaiaGemmBuffer) else None
+    return template_buffer_of(node, MaiaGemmBuffer)
 
 
 class GemmTemplateScheduling:

@@ -87,3 +87,16 @@ class Failures:
     def raise_any(self):
         if self.messages:
             raise AssertionError(f"{len(self.messages)} mismatches:\n" + "\n".join(self.messages))
+
+
+def check_all_reduce_every_op(rank: int, world: int, dtype, salt: int, numels,
+                              failures: Failures):
+    """all_reduce with every op dtype has, at each size, on maia:rank,
+    against the CPU reference of all ranks' inputs."""
+    for numel in numels:
+        for name, op in ops_for(dtype):
+            inputs = [value(r, (numel,), dtype, salt) for r in range(world)]
+            expected = reference(name, inputs)
+            t = inputs[rank].to(torch.device("maia", rank))
+            dist.all_reduce(t, op=op)
+            failures.check(t, expected, f"all_reduce {name} {dtype} x{numel}")

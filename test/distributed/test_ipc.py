@@ -16,7 +16,8 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from collective_support import DTYPES, Failures, ops_for, reference, value
+from collective_support import (DTYPES, Failures, check_all_reduce_every_op, ops_for,
+                                reference, value)
 from dist_support import World
 from test_collectives import (check_all_reduce, check_groups, check_movement, check_reduce,
                               check_reduce_scatter)
@@ -46,13 +47,7 @@ def check_pieces(rank, world):
         # every dtype, direct path; 20011 x 4-8 bytes is above 64 KiB on the
         # wire: reduce-scatter + all-gather (int8/uint8 widen to nothing,
         # they stay direct at 20 KiB). Neither splits evenly over the ranks.
-        for numel in (4001, 20011):
-            for name, op in ops_for(dtype):
-                inputs = [value(r, (numel,), dtype, salt) for r in range(world)]
-                expected = reference(name, inputs)
-                t = inputs[rank].to(d)
-                dist.all_reduce(t, op=op)
-                failures.check(t, expected, f"all_reduce {name} {dtype} x{numel}")
+        check_all_reduce_every_op(rank, world, dtype, salt, (4001, 20011), failures)
         numel = 4001
         ops = ops_for(dtype)
         name, op = ops[salt % len(ops)]

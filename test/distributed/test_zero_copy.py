@@ -14,7 +14,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-from collective_support import DTYPES, Failures, ops_for, reference, value
+from collective_support import DTYPES, Failures, check_all_reduce_every_op
 from dist_support import World
 from test_collectives import check_all_reduce
 
@@ -27,15 +27,8 @@ def dev(rank):
 
 def check_every_op_and_dtype(rank, world):
     failures = Failures()
-    d = dev(rank)
     for salt, dtype in enumerate(DTYPES):
-        for numel in (world - 1, 4001, 100003):
-            for name, op in ops_for(dtype):
-                inputs = [value(r, (numel,), dtype, salt) for r in range(world)]
-                expected = reference(name, inputs)
-                t = inputs[rank].to(d)
-                dist.all_reduce(t, op=op)
-                failures.check(t, expected, f"all_reduce {name} {dtype} x{numel}")
+        check_all_reduce_every_op(rank, world, dtype, salt, (world - 1, 4001, 100003), failures)
     failures.raise_any()
 
 
