@@ -60,9 +60,9 @@ def _lane_kind(reduction_type, dtype):
 
 def emit_reduction(k, dtype, src_dtype, reduction_type, value):
     if reduction_type == "welford_reduce":
-        return _welford(k, (value, None, None))
+        return _welford(k, mt.compute_dtype(dtype), (value, None, None))
     if reduction_type == "welford_combine":
-        return _welford(k, value)
+        return _welford(k, mt.compute_dtype(dtype), value)
     if reduction_type in ("argmax", "argmin"):
         return _arg_reduction(k, reduction_type, value)
     if reduction_type not in ("sum", "prod", "max", "min", "any", "xor_sum"):
@@ -136,46 +136,48 @@ def _arg_reduction(k, reduction_type, value):
                   torch.int64, False)
 
 
-def _welford(k, values):
-    """Welford mean / M2 / weight, per lane then across lanes (Chan et al.)."""
+def _welford(k, acc_dtype, values):
+    """Welford mean / M2 / weight, per lane then across lanes (Chan et al.),
+    accumulated in acc_dtype (float64 for float64, else float32)."""
     mean_in, m2_in, weight_in = values
-    f32 = torch.float32
     c = k.compute
-    mean_in = k.convert(k.to_context(mean_in), f32)
-    slots = [k.new_accumulator(f32) for _ in range(3)]
+    mean_in = k.convert(k.to_context(mean_in), acc_dtype)
+    slots = [k.new_accumulator(acc_dtype) for _ in range(3)]
     for slot, ty in slots:
-        k.init_accumulator(slot, ty, k.constant(0.0, f32, True))
-    acc = [k.load_accumulator(c, slot, ty, f32) for slot, ty in slots]
+        k.init_accumulator(slot, ty, k.constant(0.0, acc_dtype, True))
+    acc = [k.load_accumulator(c, slot, ty, acc_dtype) for slot, ty in slots]
     if m2_in is None:
-        one = k.constant(1.0, f32, True)
-        zero = k.constant(0.0, f32, True)
+        one = k.constant(1.0, acc_dtype, True)
+        zero = k.constant(0.0, acc_dtype, True)
         incoming = (mean_in, zero, one)
     else:
-        incoming = (mean_in, k.convert(k.to_context(m2_in), f32),
-                    k.convert(k.to_context(weight_in), f32))
-    merged = _welford_merge(k, c, acc, incoming, VL)
+        incoming = (mean_in, k.convert(k.to_context(m2_in), acc_dtype),
+                    k.convert(k.to_context(weight_in), acc_dtype))
+    merged = _welford_merge(k, c, acc, incoming, VL, acc_dtype)
     for (slot, ty), new, old in zip(slots, merged, acc):
         kept = k.select(c, k.lane_mask, new, old)
         c.writeline(f"memref.store {kept}, {slot}[] : memref<{ty}>")
     s = k.stores
-    lanes = [k.load_accumulator(s, slot, ty, f32) for slot, ty in slots]
+    lanes = [k.load_accumulator(s, slot, ty, acc_dtype) for slot, ty in slots]
     if k.outer_reduction:
         return tuple(lanes)  # one (mean, m2, weight) per lane
+    element = mt.element_type(acc_dtype)
     width = VL
     while width > 1:
         half = width // 2
-        lo = [_slice(k, s, v, 0, half, width) for v in lanes]
-        hi = [_slice(k, s, v, half, half, width) for v in lanes]
-        lanes = _welford_merge(k, s, lo, hi, half)
+        lo = [_slice(k, s, v, 0, half, width, element) for v in lanes]
+        hi = [_slice(k, s, v, half, half, width, element) for v in lanes]
+        lanes = _welford_merge(k, s, lo, hi, half, acc_dtype)
         width = half
-    return tuple(k.emit(s, f"vector.extract {v}[0] : f32 from vector<1xf32>", f32, False)
+    return tuple(k.emit(s, f"vector.extract {v}[0] : {element} from vector<1x{element}>",
+                        acc_dtype, False)
                  for v in lanes)
 
 
-def _slice(k, buffer, value, offset, size, width):
+def _slice(k, buffer, value, offset, size, width, element):
     return k.emit(buffer, f"vector.extract_strided_slice {value} {{offsets = [{offset}], "
-                  f"sizes = [{size}], strides = [1]}} : vector<{width}xf32> to "
-                  f"vector<{size}xf32>", _Width(size), True)
+                  f"sizes = [{size}], strides = [1]}} : vector<{width}x{element}> to "
+                  f"vector<{size}x{element}>", _Width(size), True)
 
 
 class _Width:
@@ -185,13 +187,14 @@ class _Width:
         self.width = width
 
 
-def _welford_merge(k, buffer, a, b, width):
+def _welford_merge(k, buffer, a, b, width, acc_dtype):
     """Merges two (mean, m2, weight) triples of width lanes."""
-    ty = f"vector<{width}xf32>" if width != VL else k.mlir_type(torch.float32, True)
+    element = mt.element_type(acc_dtype)
+    ty = f"vector<{width}x{element}>" if width != VL else k.mlir_type(acc_dtype, True)
 
     def op(name, x, y):
         return k.emit(buffer, f"{name} {x}, {y} : {ty}", _Width(width) if width != VL
-                      else torch.float32, True)
+                      else acc_dtype, True)
 
     mean_a, m2_a, w_a = a
     mean_b, m2_b, w_b = b
@@ -199,19 +202,20 @@ def _welford_merge(k, buffer, a, b, width):
     delta = op("arith.subf", mean_b, mean_a)
     ratio = op("arith.divf", w_b, weight)
     # an empty pair (weight 0) has ratio NaN: make it 0
-    is_empty = k.emit(buffer, f"arith.cmpf oeq, {weight}, "
-                      f"{_zeros(k, buffer, width)} : {ty}", torch.bool, True)
+    zeros = _zeros(k, width, acc_dtype)
+    is_empty = k.emit(buffer, f"arith.cmpf oeq, {weight}, {zeros} : {ty}", torch.bool, True)
     cond_ty = f"vector<{width}xi1>"
-    ratio = k.emit(buffer, f"arith.select {is_empty}, {_zeros(k, buffer, width)}, {ratio} : "
-                   f"{cond_ty}, {ty}", _Width(width) if width != VL else torch.float32, True)
+    ratio = k.emit(buffer, f"arith.select {is_empty}, {zeros}, {ratio} : {cond_ty}, {ty}",
+                   _Width(width) if width != VL else acc_dtype, True)
     mean = op("arith.addf", mean_a, op("arith.mulf", delta, ratio))
     correction = op("arith.mulf", op("arith.mulf", delta, delta), op("arith.mulf", w_a, ratio))
     m2 = op("arith.addf", op("arith.addf", m2_a, m2_b), correction)
     return [mean, m2, weight]
 
 
-def _zeros(k, buffer, width):
+def _zeros(k, width, acc_dtype):
     if width == VL:
-        return k.constant(0.0, torch.float32, True)
-    return k.emit(k.prologue, f"arith.constant dense<0.0> : vector<{width}xf32>",
+        return k.constant(0.0, acc_dtype, True)
+    element = mt.element_type(acc_dtype)
+    return k.emit(k.prologue, f"arith.constant dense<0.0> : vector<{width}x{element}>",
                   _Width(width), True)

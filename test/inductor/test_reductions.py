@@ -70,6 +70,18 @@ def test_var_std_welford(correction):
     assert_compiled_matches(lambda x: torch.std(x, 0, correction=correction), x)
 
 
+def test_float64_welford_accumulates_in_float64():
+    # An offset of 1e4 leaves a float32 accumulator about 1e-3 of absolute
+    # error in the variance: far outside float64's tolerances.
+    x = torch.randn(17, 129, dtype=torch.float64) * 3 + 1e4
+    w, b = torch.randn(129, dtype=torch.float64), torch.randn(129, dtype=torch.float64)
+    tolerances = {"atol": 1e-9, "rtol": 1e-9}
+    assert_compiled_matches(lambda x: torch.var_mean(x, -1), x, **tolerances)
+    assert_compiled_matches(lambda x: torch.std(x, 0), x, **tolerances)
+    assert_compiled_matches(lambda x, w, b: F.layer_norm(x, (129,), w, b), x, w, b, **tolerances)
+    assert_compiled_matches(lambda x: F.group_norm(x.view(1, 17, 129), 1), x, **tolerances)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_normalizations(dtype):
     x = torch.randn(12, 96).to(dtype)
