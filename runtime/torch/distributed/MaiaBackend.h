@@ -24,7 +24,8 @@ namespace torch_maia::distributed {
 
 /// The options of a maia group (what split_group copies from its parent).
 struct MaiaOptions : c10d::Backend::Options {
-  explicit MaiaOptions(std::chrono::milliseconds timeout) : Options("maia", timeout) {}
+  explicit MaiaOptions(std::chrono::milliseconds collective_timeout)
+      : Options("maia", collective_timeout) {}
 };
 
 class MaiaBackend final : public c10d::Backend {

@@ -12,8 +12,8 @@
 
 namespace torch_maia::distributed {
 
-LaunchEnd::LaunchEnd(c10::DeviceIndex device, std::shared_ptr<LaunchStatus> status)
-    : device(device), status(std::move(status)) {
+LaunchEnd::LaunchEnd(c10::DeviceIndex launch_device, std::shared_ptr<LaunchStatus> launch_status)
+    : device(launch_device), status(std::move(launch_status)) {
   MAIA_CHECK(maiaEventCreate(&event, maiaEventDisableTiming));
 }
 

@@ -15,7 +15,7 @@ namespace torch_maia::distributed {
 /// after the launch's last command) and its status. Shared by the Works of a
 /// coalesced group.
 struct LaunchEnd {
-  LaunchEnd(c10::DeviceIndex device, std::shared_ptr<LaunchStatus> status);
+  LaunchEnd(c10::DeviceIndex launch_device, std::shared_ptr<LaunchStatus> launch_status);
   ~LaunchEnd();
   LaunchEnd(const LaunchEnd&) = delete;
   LaunchEnd& operator=(const LaunchEnd&) = delete;
