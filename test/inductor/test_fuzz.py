@@ -14,10 +14,14 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools" / "fuzz"))
 
-from program_gen import generate  # noqa: E402
+from program_gen import DTYPES_WITH_FLOAT64, generate  # noqa: E402
 from runner import run  # noqa: E402
 
 SEEDS = range(0, 120)  # about 60 s on 2 cores with a cold Inductor cache
+# fuzz_compile.py --float64: a mix in which half the programs use float64.
+# 61, 67 and 72 found float64 Welford reductions accumulated in float32
+# (test_reductions.py::test_float64_welford_accumulates_in_float64).
+FLOAT64_SEEDS = sorted(set(range(0, 40)) | {61, 67, 72})
 
 # Seeds found failing by longer runs (tools/fuzz/fuzz_compile.py), kept in the
 # slice so the bugs stay visible; each with a minimal reproducer.
@@ -40,5 +44,12 @@ KNOWN_BAD = {
     if seed in KNOWN_BAD else seed for seed in sorted(set(SEEDS) | FIXED | set(KNOWN_BAD))])
 def test_compiled_matches_eager(seed):
     program = generate(seed)
+    outcome = run(program)
+    assert outcome.ok, f"{outcome.status}: {outcome.message}\n\n{program.source()}"
+
+
+@pytest.mark.parametrize("seed", FLOAT64_SEEDS)
+def test_compiled_matches_eager_with_float64(seed):
+    program = generate(seed, dtypes=DTYPES_WITH_FLOAT64)
     outcome = run(program)
     assert outcome.ok, f"{outcome.status}: {outcome.message}\n\n{program.source()}"

@@ -22,7 +22,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import torch  # noqa: E402
 
 from minimize import minimize  # noqa: E402
-from program_gen import generate  # noqa: E402
+from program_gen import DTYPES, DTYPES_WITH_FLOAT64, generate  # noqa: E402
 from runner import run  # noqa: E402
 
 
@@ -33,17 +33,20 @@ def main(argv=None) -> int:
     parser.add_argument("--minimize", action="store_true", help="shrink each failure")
     parser.add_argument("--out", default="fuzz-failures", help="folder for failing programs")
     parser.add_argument("--show", type=int, metavar="SEED", help="print one program and exit")
+    parser.add_argument("--float64", action="store_true",
+                        help="programs in float64 too (other programs for the same seeds)")
     args = parser.parse_args(argv)
+    dtypes = DTYPES_WITH_FLOAT64 if args.float64 else DTYPES
 
     if args.show is not None:
-        print(generate(args.show).source())
+        print(generate(args.show, dtypes=dtypes).source())
         return 0
     torch.maia.set_fallback_warnings(False)
     out = pathlib.Path(args.out)
     groups = collections.defaultdict(list)
     start = time.monotonic()
     for seed in range(args.seed, args.seed + args.count):
-        program = generate(seed)
+        program = generate(seed, dtypes=dtypes)
         outcome = run(program)
         print(f"seed {seed}: {outcome.status}", flush=True)
         if outcome.ok:

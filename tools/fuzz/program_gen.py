@@ -29,6 +29,10 @@ MAX_NUMEL = 6000        # keep each value small: programs compile and run in ~1 
 SIZE_VALUES = [0, 1, 1, 2, 3, 5, 7, 8, 16, 17, 31, 33, 64, 100, 257, 1000, 2049, 3000]
 DTYPES = [torch.float32] * 5 + [torch.float16, torch.bfloat16] * 2 + [torch.int32, torch.int64,
                                                                       torch.bool]
+# --float64: the same mix with float64 as likely as float32. A separate list
+# so that the default seeds (and the suite's known-bad ones) stay the same
+# programs.
+DTYPES_WITH_FLOAT64 = DTYPES + [torch.float64] * 5
 
 
 @dataclasses.dataclass
@@ -41,12 +45,13 @@ class Value:
 
 
 class Builder:
-    def __init__(self, seed: int, attempt: int = 0):
+    def __init__(self, seed: int, attempt: int = 0, dtypes=DTYPES):
         self.rng = random.Random(seed * 1000 + attempt)  # retries draw other programs
+        self.dtypes = dtypes
         self.seed = seed  # make_inputs' generator: one per seed
         self.sizes = {}
         self.inputs, self.ops, self.values = [], [], []
-        self.main_dtype = self.rng.choice(DTYPES)
+        self.main_dtype = self.rng.choice(dtypes)
 
     # ------------------------------------------------------------ sizes
     def size_symbol(self, limit=MAX_NUMEL):
@@ -76,7 +81,7 @@ class Builder:
 
     # ------------------------------------------------------------ inputs
     def new_input(self, shape, dtype=None, layout=None, high=None, index_dtype=torch.int64):
-        dtype = dtype or (self.main_dtype if self.rng.random() < 0.7 else self.rng.choice(DTYPES))
+        dtype = dtype or (self.main_dtype if self.rng.random() < 0.7 else self.rng.choice(self.dtypes))
         if high is not None:
             dtype, layout = index_dtype, "contiguous"
         if layout is None:
@@ -145,10 +150,10 @@ def _eager_input(inp: Input, shape, high, rng: random.Random) -> torch.Tensor:
     return torch.randint(-8, 8, shape, generator=g, dtype=inp.dtype)
 
 
-def generate(seed: int, max_ops: int = 7) -> Program:
+def generate(seed: int, max_ops: int = 7, dtypes=DTYPES) -> Program:
     """The program of seed: valid for eager CPU at its sizes (and alt sizes)."""
     for attempt in range(50):
-        b = Builder(seed, attempt)
+        b = Builder(seed, attempt, dtypes)
         first = b.new_input(b.random_shape())
         if b.rng.random() < 0.5:
             b.new_input(first.shape)  # a second operand of the same shape
