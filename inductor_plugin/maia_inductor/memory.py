@@ -256,6 +256,19 @@ class MemoryAccess:
         if upper:
             over = self.compare(buffer, "sge", value, limit)
             bad = over if bad is None else self.logical(buffer, "arith.ori", bad, over)
+        self._trap_if(buffer, bad)
+
+    def device_assert_async(self, cond, msg: str) -> None:
+        """torch._assert_async / aten._assert_async.msg inside a kernel (and
+        Inductor's own checks, e.g. one_hot's class range): a failed
+        condition traps like an out-of-range index. The message cannot
+        travel with a trap; the sticky error names the kernel."""
+        buffer = self.compute
+        bad = self.logical(buffer, "arith.xori", cond, self.bool_constant(True, cond.vec))
+        self._trap_if(buffer, bad)
+
+    def _trap_if(self, buffer, bad) -> None:
+        """Traps the program if bad holds in any active lane."""
         if bad.vec:
             if self.lane_mask is not None:
                 bad = self.logical(buffer, "arith.andi", bad, self.lane_mask)

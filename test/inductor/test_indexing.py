@@ -45,21 +45,17 @@ def test_embedding_backward_accumulates():
     assert_compiled_matches(grad_of_table, table, ids, atol=1e-4)
 
 
-def test_out_of_range_index_is_a_device_error():
-    # Like a CUDA device assert: the kernel traps, the stream reports a
-    # sticky error naming the kernel. It runs in a child: the error is
-    # sticky for the device of the process that hit it.
+def _device_error_of(call: str) -> str:
+    """The error of a compiled call that traps, from a child process: the
+    error is sticky for the device of the process that hit it."""
     import subprocess
     import sys
 
-    script = """
+    script = f"""
 import torch
 torch.maia.set_fallback_warnings(False)
-table = torch.randn(5, 4, device="maia")
-ids = torch.tensor([1, 7], device="maia")
-fn = torch.compile(lambda i, t: torch.nn.functional.embedding(i, t) + 1)
 try:
-    fn(ids, table)
+    {call}
     torch.maia.synchronize()
 except RuntimeError as error:
     print("ERROR:", error)
@@ -67,6 +63,26 @@ except RuntimeError as error:
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                             timeout=300)
     assert "ERROR:" in result.stdout, result.stdout + result.stderr
-    assert "maia_poi_fused" in result.stdout
     assert "illegal instruction" in result.stdout.lower() or "SIGILL" in result.stdout or \
         "trap" in result.stdout.lower()
+    return result.stdout
+
+
+def test_out_of_range_index_is_a_device_error():
+    # Like a CUDA device assert: the kernel traps, the stream reports a
+    # sticky error naming the kernel.
+    out = _device_error_of(
+        "torch.compile(lambda i, t: torch.nn.functional.embedding(i, t) + 1)("
+        "torch.tensor([1, 7], device='maia'), torch.randn(5, 4, device='maia'))")
+    assert "maia_poi_fused" in out
+
+
+def test_one_hot_compiles_and_its_class_check_traps():
+    # one_hot lowers to an in-kernel torch._assert_async (device_assert_async).
+    x = torch.tensor([0, 2, 1, 3, 3])
+    assert_compiled_matches(lambda x: F.one_hot(x, 4), x)
+    assert_compiled_matches(lambda x: F.one_hot(x, 6), x, dynamic=True)
+    out = _device_error_of(
+        "torch.compile(lambda x: torch.nn.functional.one_hot(x, 3))("
+        "torch.tensor([0, 2, 1, 3], device='maia'))")
+    assert "assert_async" in out
