@@ -13,7 +13,8 @@ graph uses Python arithmetic on dynamic sizes (`1.0 / x.shape[1]` is
 FloatTrueDiv(1.0, ToFloat(ks0)), `x.shape[1] * 0.5` has a Float factor).
 They are f64 scalars, like the `double` of Inductor's C++ printer; the
 caller converts them to the requested dtype. An operation with one float
-operand is a float operation on all of them.
+operand is a float operation on all of them. TruncToInt and its rounding
+siblings turn them back into indices (interpolate's scaled sizes).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ import sympy
 
 import torch
 from torch.utils._sympy.functions import (
+    CeilToInt,
     CleanDiv,
     FloatTrueDiv,
     FloorDiv,
+    FloorToInt,
     Identity,
     IntTrueDiv,
     Max,
@@ -34,7 +37,9 @@ from torch.utils._sympy.functions import (
     Mod,
     ModularIndexing,
     PythonMod,
+    RoundToInt,
     ToFloat,
+    TruncToInt,
     Where,
 )
 
@@ -89,6 +94,13 @@ class IndexEmitter:
             return self._fold(expr.args, "arith.minsi", "arith.minimumf")
         if isinstance(expr, Max):
             return self._fold(expr.args, "arith.maxsi", "arith.maximumf")
+        if isinstance(expr, sympy.Abs):  # reflection pads index through it
+            value = self.emit(expr.args[0])
+            if value.mdtype == FLOAT:
+                negated = self._apply("arith.subf", self.kernel.constant(0.0, FLOAT), value)
+                return self._apply("arith.maximumf", value, negated)
+            negated = self._apply("arith.subi", self.kernel.index_constant(0), value)
+            return self._apply("arith.maxsi", value, negated)
         if isinstance(expr, Identity):
             return self.emit(expr.args[0])
         if isinstance(expr, Where):  # wrapping of negative indices (pad of a roll)
@@ -97,11 +109,28 @@ class IndexEmitter:
             return self.kernel.select(self.buffer, self._condition(cond), a, b)
         if isinstance(expr, ToFloat):
             return self._float(self.emit(expr.args[0]))
+        if isinstance(expr, (TruncToInt, FloorToInt, CeilToInt, RoundToInt)):
+            return self._to_int(type(expr), self.emit(expr.args[0]))
         if isinstance(expr, (FloatTrueDiv, IntTrueDiv)):  # Python's / on floats or ints
             lhs, rhs = (self._float(self.emit(arg)) for arg in expr.args)
             return self._apply("arith.divf", lhs, rhs)
         raise NotImplementedError(
             f"maia: cannot print the index expression {expr} ({type(expr).__name__})")
+
+    # Python's int(), math.floor, math.ceil and round() of a float; the
+    # conversion to an integer truncates, so only these three round first.
+    _ROUNDING = {FloorToInt: "math.floor", CeilToInt: "math.ceil", RoundToInt: "math.roundeven"}
+
+    def _to_int(self, function, value):
+        """An f64 value rounded as `function` does, as an index (interpolate's
+        output sizes scaled by a float factor under dynamic shapes)."""
+        if value.mdtype != FLOAT:
+            return value  # already an integer
+        rounding = self._ROUNDING.get(function)
+        if rounding is not None:
+            ty = self.kernel.mlir_type(FLOAT, value.vec)
+            value = self.kernel.emit(self.buffer, f"{rounding} {value} : {ty}", FLOAT, value.vec)
+        return self.kernel.index_value(value, self.buffer)
 
     def _float(self, value):
         """value as an f64 scalar (or vector): index -> i64 -> f64."""

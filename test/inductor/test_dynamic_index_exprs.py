@@ -65,3 +65,30 @@ def test_pad_of_roll_with_dynamic_sizes(shift):
     for n in (100, 7, 33):
         x = torch.randn(n)
         torch.testing.assert_close(compiled(x.to("maia")).cpu(), fn(x))
+
+
+@pytest.mark.parametrize("dynamic", [False, True], ids=["static", "dynamic"])
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+def test_non_constant_pads(mode, dynamic):
+    # Reflection indexes through Abs: x[ks0 - 1 - Abs(ks0 - 1 - Abs(i - 2))].
+    def fn(x):
+        return torch.nn.functional.pad(x, (2, 3, 1, 1), mode=mode) + 1
+
+    compiled = torch.compile(fn, dynamic=dynamic)
+    for shape in ((2, 6, 9), (1, 5, 4), (3, 4, 7)):
+        x = torch.randn(shape)
+        torch.testing.assert_close(compiled(x.to("maia")).cpu(), fn(x))
+
+
+# Not "area": Inductor's adaptive_avg_pool2d lowering cannot decide its
+# window-size test on symbolic sizes, on the CPU too (docs/conformance.md).
+@pytest.mark.parametrize("mode", ["nearest", "nearest-exact", "bilinear", "bicubic"])
+def test_interpolate_by_a_scale_factor_with_dynamic_sizes(mode):
+    # The output size is TruncToInt(1.7*ToFloat(ks0)) inside the kernels.
+    def fn(x):
+        return torch.nn.functional.interpolate(x, scale_factor=1.7, mode=mode) * 2
+
+    compiled = torch.compile(fn, dynamic=True)
+    for shape in ((1, 2, 5, 6), (2, 3, 4, 9), (1, 1, 7, 3)):
+        x = torch.randn(shape)
+        torch.testing.assert_close(compiled(x.to("maia")).cpu(), fn(x))
