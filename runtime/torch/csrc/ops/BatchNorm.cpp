@@ -181,11 +181,35 @@ std::tuple<Tensor, Tensor, Tensor> batchNormLegitNoStats(const Tensor& input,
   return batchNorm(input, weight, bias, std::nullopt, std::nullopt, training, momentum, eps);
 }
 
+/// _batch_norm_with_update (what torch.export and compiled training graphs
+/// emit for a BatchNorm in training): the same kernel, plus the empty
+/// reserve buffer the CPU and CUDA native paths return.
+std::tuple<Tensor, Tensor, Tensor, Tensor> batchNormWithUpdate(
+    const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+    Tensor& running_mean, Tensor& running_var, double momentum, double eps) {
+  auto [output, save_mean, save_invstd] =
+      batchNorm(input, weight, bias, running_mean, running_var, /*training=*/true, momentum, eps);
+  return {output, save_mean, save_invstd, newEmpty({0}, input.options().dtype(at::kByte))};
+}
+
+/// batch_norm_backward (the derivative of _batch_norm_with_update): `update`
+/// is training; the reserve buffer is unused by the native kernel.
+std::tuple<Tensor, Tensor, Tensor> batchNormBackwardWithReserve(
+    const Tensor& grad_out, const Tensor& input, const Tensor& weight,
+    const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+    const std::optional<Tensor>& save_mean, const std::optional<Tensor>& save_invstd, bool update,
+    double eps, std::array<bool, 3> output_mask, const Tensor& /*reserve*/) {
+  return batchNormBackward(grad_out, input, weight, running_mean, running_var, save_mean,
+                           save_invstd, update, eps, output_mask);
+}
+
 MAIA_NATIVE_KERNELS(m) {
   m.impl("native_batch_norm", TORCH_FN(batchNorm));
   m.impl("_native_batch_norm_legit", TORCH_FN(batchNormLegit));
   m.impl("_native_batch_norm_legit.no_stats", TORCH_FN(batchNormLegitNoStats));
   m.impl("native_batch_norm_backward", TORCH_FN(batchNormBackward));
+  m.impl("_batch_norm_with_update", TORCH_FN(batchNormWithUpdate));
+  m.impl("batch_norm_backward", TORCH_FN(batchNormBackwardWithReserve));
 }
 
 }  // namespace
