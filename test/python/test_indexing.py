@@ -8,7 +8,7 @@ import torch
 from opinfo_support import forbid_fallback
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.bool]
-NATIVE = ("aten::index", "aten::_index_put_impl_", "aten::nonzero")
+NATIVE = ("aten::index", "aten::_index_put_impl_", "aten::nonzero", "aten::nonzero_static")
 
 
 def sample(shape, dtype, seed=0):
@@ -222,6 +222,24 @@ class TestNonzero:
             actual = torch.nonzero(x.to("maia"))
             check_native(before)
             torch.testing.assert_close(actual.cpu(), torch.nonzero(x))
+
+    @pytest.mark.parametrize("size", [0, 1, 4, 9, 40])
+    def test_static_size_truncates_or_fills(self, size):
+        # Column-major like CUDA: the strides fake tensors give compiled graphs.
+        for shape in [(), (7,), (5, 6), (3, 4, 5)]:
+            x = sample(shape, torch.float32)
+            before = torch.maia.fallback_counts()
+            actual = torch.nonzero_static(x.to("maia"), size=size, fill_value=-5)
+            check_native(before)
+            assert actual.stride() == (1, max(size, 1)) or actual.numel() == 0
+            torch.testing.assert_close(actual.cpu(),
+                                       torch.nonzero_static(x, size=size, fill_value=-5))
+        assert torch.nonzero(torch.ones(3, 4, device="maia")).stride() == (1, 12)
+
+    def test_static_size_compiles(self):
+        fn = torch.compile(lambda x: torch.nonzero_static(x > 0, size=6) * 2)
+        x = torch.randn(4, 5)
+        torch.testing.assert_close(fn(x.to("maia")).cpu(), torch.nonzero_static(x > 0, size=6) * 2)
 
     def test_special_values(self):
         x = torch.tensor([0.0, -0.0, float("nan"), float("inf"), 1e-30])

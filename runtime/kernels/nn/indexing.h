@@ -173,8 +173,10 @@ void nonzeroCount(void* const* args, const maia_grid_t* grid) {
   counts.at(maia_kernel::linearProgramId(grid)) = count;
 }
 
-// args: out [total, rank], counts [programs], in (rank 8), pad (the
+// args: out [rows, rank], counts [programs], in (rank 8), pad (the
 // leading padding dimensions of in; out's columns are dimensions pad..7).
+// Coordinates past out's rows are dropped: nonzero sizes out to the total,
+// nonzero_static to its static size without waiting for the counts.
 template <typename T>
 void nonzeroWrite(void* const* args, const maia_grid_t* grid) {
   const auto& out = memref<int64_t, 2>(args, 0);
@@ -190,6 +192,7 @@ void nonzeroWrite(void* const* args, const maia_grid_t* grid) {
   Odometer<T> walk(in, 0, slice.begin);
   for (int64_t i = slice.begin; i < slice.end; ++i, walk.next()) {
     if (load(data[walk.offset()]) == compute_t<T>(0)) continue;
+    if (row >= out.sizes[0]) return;
     for (int d = pad; d < kIndexRank; ++d) out.at(row, d - pad) = walk.coord(d);
     ++row;
   }

@@ -1,8 +1,9 @@
 // Advanced indexing on maia: aten::index (x[idx], x[mask], index tensors
 // broadcast together, None and slices between them), index_put_ with and
-// without accumulate (accumulate is index's backward) and nonzero, launched
-// from the NN kernel binary (runtime/kernels/nn/indexing.h documents the
-// shapes the kernels take); masked_select is indexing by a mask.
+// without accumulate (accumulate is index's backward), nonzero and
+// nonzero_static, launched from the NN kernel binary
+// (runtime/kernels/nn/indexing.h documents the shapes the kernels take);
+// masked_select is indexing by a mask.
 //
 // Bool masks become index tensors through nonzero, whose result size depends
 // on the data: nonzero is the one operation here that synchronizes (a copy
@@ -17,6 +18,7 @@
 #include <ATen/native/TensorAdvancedIndexingUtils.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
 #include <torch/library.h>
 
 #include <numeric>
@@ -168,25 +170,52 @@ Tensor& indexPut(Tensor& self, const IndexList& indices, const Tensor& values,
   return self;
 }
 
-Tensor nonzeroOp(const Tensor& self) {
+/// Launches nonzero's two kernels: the coordinates of the first out.size(0)
+/// nonzero elements, in row-major order, into out.
+void writeNonzero(const Tensor& self, const Tensor& counts, const Tensor& out) {
+  launchNn("nonzero", self.scalar_type(),
+           {memrefOf(out), memrefOf(counts), memrefOf(self, kRank), intArg(kRank - self.dim())},
+           counts.numel(), self.device());
+}
+
+Tensor countNonzero(const Tensor& self) {
   TORCH_CHECK(self.dim() <= kRank, "maia nonzero supports tensors of at most ", kRank,
               " dimensions, got ", self.dim());
-  const int64_t dims = self.dim(), numel = self.numel();
-  auto long_options = self.options().dtype(c10::ScalarType::Long);
-  if (numel == 0) return at::empty({0, dims}, long_options);
-  const int64_t programs = programsFor(numel, numel);
-  Tensor counts = at::empty({programs}, long_options);
+  const int64_t programs = programsFor(self.numel(), self.numel());
+  Tensor counts = at::empty({programs}, self.options().dtype(c10::ScalarType::Long));
   launchNn("nonzero_count", self.scalar_type(), {memrefOf(counts), memrefOf(self, kRank)},
            programs, self.device());
+  return counts;
+}
+
+/// Column-major [rows, dim] like CUDA's result and the fake/meta kernels of
+/// every device but the CPU, so compiled graphs see the strides they expect.
+Tensor emptyCoordinates(int64_t rows, const Tensor& self) {
+  return at::empty_strided({rows, self.dim()}, {1, std::max<int64_t>(rows, 1)},
+                           self.options().dtype(c10::ScalarType::Long));
+}
+
+Tensor nonzeroOp(const Tensor& self) {
+  if (self.numel() == 0) return emptyCoordinates(0, self);
+  Tensor counts = countNonzero(self);
   // The result's size depends on the data: wait for the counts.
   Tensor host = counts.cpu();
   const int64_t* per_program = host.const_data_ptr<int64_t>();
-  const int64_t total = std::accumulate(per_program, per_program + programs, int64_t{0});
-  Tensor out = at::empty({total, dims}, long_options);
+  const int64_t total = std::accumulate(per_program, per_program + counts.numel(), int64_t{0});
+  Tensor out = emptyCoordinates(total, self);
+  if (out.numel() > 0) writeNonzero(self, counts, out);
+  return out;
+}
+
+/// nonzero_static: the first `size` coordinates, the rest fill_value; no
+/// host synchronization (the size is known).
+Tensor nonzeroStatic(const Tensor& self, c10::SymInt size_sym, int64_t fill_value) {
+  const int64_t size = size_sym.guard_int(__FILE__, __LINE__);
+  TORCH_CHECK(size >= 0, "nonzero_static: 'size' must be a non-negative integer, got ", size);
+  Tensor out = emptyCoordinates(size, self);
   if (out.numel() == 0) return out;
-  launchNn("nonzero", self.scalar_type(),
-           {memrefOf(out), memrefOf(counts), memrefOf(self, kRank), intArg(kRank - dims)},
-           programs, self.device());
+  out.fill_(fill_value);
+  if (self.numel() > 0) writeNonzero(self, countNonzero(self), out);
   return out;
 }
 
@@ -222,6 +251,7 @@ MAIA_NATIVE_KERNELS(m) {
     return resultInto(maskedSelect(self, mask), out);
   });
   m.impl("nonzero", TORCH_FN(nonzeroOp));
+  m.impl("nonzero_static", TORCH_FN(nonzeroStatic));
   m.impl("nonzero.out", [](const Tensor& self, Tensor& out) -> Tensor& {
     return resultInto(nonzeroOp(self), out);
   });
