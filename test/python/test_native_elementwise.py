@@ -221,3 +221,15 @@ class TestZeroTensor:
             loss(*maia).backward()
         for c, m in zip(cpu, maia):
             torch.testing.assert_close(m.grad.cpu(), c.grad)
+
+
+@pytest.mark.parametrize("op,dtype", [(torch.bitwise_not, torch.float32),
+                                      (lambda x: torch.logaddexp(x, x), torch.int64),
+                                      (lambda x: torch.remainder(x, x), torch.bool)],
+                         ids=["bitwise_not-float32", "logaddexp-int64", "remainder-bool"])
+def test_a_dtype_without_a_kernel_is_not_implemented_like_the_cpu(op, dtype):
+    x = torch.ones(3, dtype=dtype)
+    with pytest.raises(NotImplementedError):
+        op(x)
+    with pytest.raises(NotImplementedError, match="not implemented for '.*' on maia"):
+        op(x.to("maia"))

@@ -22,6 +22,9 @@ NATIVE = [
     "mm", "addmm", "bmm", "baddbmm", "matmul", "nn.functional.linear", "dot", "mv", "addmv",
     "clamp", "masked_fill", "ceil", "floor", "trunc", "round", "addcmul", "addcdiv", "lerp",
     "log2", "log10", "sgn", "sign", "clamp_min", "clamp_max",
+    "remainder", "fmod", "fmax", "fmin", "atan2", "logaddexp", "xlogy", "rsub", "isnan",
+    "signbit", "bitwise_not", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+    "atanh",
 ]
 # Samples whose CPU result depends on behaviour maia does not reproduce, with why.
 UNSUPPORTED_SAMPLE_KWARGS = {"out", "dtype"}

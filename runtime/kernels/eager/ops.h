@@ -155,6 +155,66 @@ struct BitwiseAnd { template <typename C> C operator()(C a, C b) const { return 
 struct BitwiseOr { template <typename C> C operator()(C a, C b) const { return a | b; } };
 struct BitwiseXor { template <typename C> C operator()(C a, C b) const { return a ^ b; } };
 
+/// Python's a % b: the sign of the divisor (PyTorch's remainder).
+struct Remainder {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) {
+      C mod = std::fmod(a, b);
+      if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;
+      return mod;
+    } else {
+      if (b == 0) return C(0);  // undefined, as on CUDA (the CPU raises)
+      C mod = a % b;
+      if constexpr (std::is_signed_v<C>)
+        if (mod != 0 && ((b < 0) != (mod < 0))) mod += b;
+      return mod;
+    }
+  }
+};
+/// C's fmod: the sign of the dividend.
+struct Fmod {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) return std::fmod(a, b);
+    else return b == 0 ? C(0) : C(a % b);
+  }
+};
+/// fmax/fmin: a NaN loses to a number (maximum/minimum propagate it).
+struct Fmax {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) return std::fmax(a, b);
+    else return a > b ? a : b;
+  }
+};
+struct Fmin {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (std::is_floating_point_v<C>) return std::fmin(a, b);
+    else return a < b ? a : b;
+  }
+};
+struct Atan2 { template <typename C> C operator()(C a, C b) const { return std::atan2(a, b); } };
+/// log(exp(a) + exp(b)) without overflow; equal infinities stay themselves.
+struct Logaddexp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if (std::isinf(a) && a == b) return a;
+    const C m = std::max(a, b);
+    return m + std::log1p(std::exp(-std::fabs(a - b)));
+  }
+};
+/// x * log(y), 0 where x is 0 (unless y is NaN).
+struct Xlogy {
+  template <typename C>
+  C operator()(C x, C y) const {
+    if (std::isnan(y)) return y;
+    if (x == 0) return C(0);
+    return x * std::log(y);
+  }
+};
+
 // Unary.
 struct Identity { template <typename C> C operator()(C a) const { return a; } };
 struct Neg { template <typename C> C operator()(C a) const { return -a; } };
@@ -231,6 +291,37 @@ struct GeluTanh {
   }
 };
 struct LogicalNot { template <typename C> bool operator()(C a) const { return a == C(0); } };
+struct Tan { template <typename C> C operator()(C a) const { return std::tan(a); } };
+struct Asin { template <typename C> C operator()(C a) const { return std::asin(a); } };
+struct Acos { template <typename C> C operator()(C a) const { return std::acos(a); } };
+struct Atan { template <typename C> C operator()(C a) const { return std::atan(a); } };
+struct Sinh { template <typename C> C operator()(C a) const { return std::sinh(a); } };
+struct Cosh { template <typename C> C operator()(C a) const { return std::cosh(a); } };
+struct Asinh { template <typename C> C operator()(C a) const { return std::asinh(a); } };
+struct Acosh { template <typename C> C operator()(C a) const { return std::acosh(a); } };
+struct Atanh { template <typename C> C operator()(C a) const { return std::atanh(a); } };
+struct IsNan {
+  template <typename C> bool operator()(C a) const {
+    if constexpr (std::is_floating_point_v<C>) return std::isnan(a);
+    else return false;
+  }
+};
+struct Signbit {
+  template <typename C> bool operator()(C a) const {
+    // The sign bit itself: GCC 12 ICEs vectorizing std::signbit of a
+    // widened bfloat16.
+    if constexpr (std::is_same_v<C, float>) return std::bit_cast<uint32_t>(a) >> 31;
+    else if constexpr (std::is_same_v<C, double>) return std::bit_cast<uint64_t>(a) >> 63;
+    else if constexpr (std::is_signed_v<C>) return a < 0;
+    else return false;
+  }
+};
+struct BitwiseNot {
+  template <typename C> C operator()(C a) const {
+    if constexpr (std::is_same_v<C, bool>) return !a;
+    else return C(~a);
+  }
+};
 
 // Backward formulas: (grad, saved) -> grad_input.
 struct TanhBackward {

@@ -45,13 +45,19 @@ class KernelLibrary {
   explicit KernelLibrary(std::vector<std::string> candidates)
       : candidates_(std::move(candidates)) {}
 
+  /// The kernel called name, or nullptr when the binary has none.
   maiaKernel_t kernel(const std::string& name) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (module_ == nullptr) load();
     auto it = cache_.find(name);
     if (it != cache_.end()) return it->second;
     maiaKernel_t kernel = nullptr;
-    MAIA_CHECK(maiaModuleGetKernel(module_, name.c_str(), &kernel));
+    const maiaError_t status = maiaModuleGetKernel(module_, name.c_str(), &kernel);
+    if (status == maiaErrorNotFound) {
+      maiaGetLastError();  // an answer, not a failure: clear it
+      return nullptr;
+    }
+    MAIA_CHECK(status);
     cache_.emplace(name, kernel);
     return kernel;
   }
@@ -90,6 +96,9 @@ class KernelCache {
         std::strcmp(slot.name, op) == 0)
       return slot.kernel;
     maiaKernel_t kernel = library.kernel(std::string(op) + "_" + dtypeSuffix(dtype));
+    // The CPU's NotImplementedError for a dtype an operator does not take.
+    TORCH_CHECK_NOT_IMPLEMENTED(kernel != nullptr, "\"", op, "\" not implemented for '",
+                                c10::toString(dtype), "' on maia");
     if (std::strlen(op) < sizeof(slot.name)) {
       slot = Slot{&library, op, dtype, kernel, {}};
       std::strcpy(slot.name, op);
@@ -172,7 +181,11 @@ void launchOnDims(maiaKernel_t kernel, const at::TensorIteratorBase& iter,
 
 }  // namespace
 
-maiaKernel_t eagerKernel(const std::string& name) { return eagerLibrary().kernel(name); }
+maiaKernel_t eagerKernel(const std::string& name) {
+  maiaKernel_t kernel = eagerLibrary().kernel(name);
+  TORCH_CHECK(kernel != nullptr, "maia: the eager kernel binary has no kernel '", name, "'");
+  return kernel;
+}
 
 maiaKernel_t eagerKernel(const char* op, c10::ScalarType dtype) {
   return t_kernel_cache.get(eagerLibrary(), op, dtype);

@@ -850,6 +850,20 @@ MAIA_NATIVE_KERNELS(m) {
   MAIA_BINARY_OUT("bitwise_and", "bitwise_and", Result::Common, ".Tensor_out");
   MAIA_BINARY_OUT("bitwise_or", "bitwise_or", Result::Common, ".Tensor_out");
   MAIA_BINARY_OUT("bitwise_xor", "bitwise_xor", Result::Common, ".Tensor_out");
+  MAIA_BINARY_OUT("remainder", "remainder", Result::Common, ".Tensor_out");
+  MAIA_BINARY_OUT("fmod", "fmod", Result::Common, ".Tensor_out");
+  MAIA_BINARY_OUT("xlogy", "xlogy", Result::FloatOnly, ".OutTensor");
+  MAIA_PLAIN_BINARY("fmax", Result::Common);
+  MAIA_PLAIN_BINARY("fmin", Result::Common);
+  MAIA_PLAIN_BINARY("logaddexp", Result::Common);
+  MAIA_PLAIN_BINARY("atan2", Result::FloatOnly);
+  m.impl("atan2_", [](Tensor& a, const Tensor& b) -> Tensor& {
+    return binaryOut("atan2", Result::FloatOnly, a, b, a);
+  });
+  m.impl("rsub.Tensor", [](const Tensor& a, const Tensor& b, const at::Scalar& alpha) {
+    Tensor out;
+    return addOut(b, a, alpha, out, /*subtract=*/true);  // b - alpha * a
+  });
   MAIA_UNARY("neg", Result::Common);
   MAIA_UNARY("abs", Result::Real);
   m.impl("angle", [](const Tensor& a) {
@@ -880,6 +894,27 @@ MAIA_NATIVE_KERNELS(m) {
   MAIA_UNARY("erf", Result::FloatOnly);
   MAIA_UNARY("reciprocal", Result::FloatOnly);
   MAIA_UNARY("logical_not", Result::Bool);
+  m.impl("isnan", [](const Tensor& a) {
+    Tensor out;
+    return unaryOut("isnan", Result::Bool, a, out);
+  });
+  m.impl("signbit", [](const Tensor& a) {
+    Tensor out;
+    return unaryOut("signbit", Result::Bool, a, out);
+  });
+  m.impl("signbit.out", [](const Tensor& a, Tensor& out) -> Tensor& {
+    return unaryOut("signbit", Result::Bool, a, out);
+  });
+  MAIA_UNARY("bitwise_not", Result::Common);
+  MAIA_UNARY("tan", Result::FloatOnly);
+  MAIA_UNARY("asin", Result::FloatOnly);
+  MAIA_UNARY("acos", Result::FloatOnly);
+  MAIA_UNARY("atan", Result::FloatOnly);
+  MAIA_UNARY("sinh", Result::FloatOnly);
+  MAIA_UNARY("cosh", Result::FloatOnly);
+  MAIA_UNARY("asinh", Result::FloatOnly);
+  MAIA_UNARY("acosh", Result::FloatOnly);
+  MAIA_UNARY("atanh", Result::FloatOnly);
   MAIA_UNARY("ceil", Result::Common);
   MAIA_UNARY("floor", Result::Common);
   MAIA_UNARY("trunc", Result::Common);
