@@ -397,3 +397,36 @@ def test_half_group_norm_rounds_once(dtype):
     assert actual.dtype == dtype
     ulp = torch.finfo(dtype).eps
     torch.testing.assert_close(actual, expected.to(dtype), atol=ulp, rtol=ulp)
+
+
+class TestEqualAndFillTensor:
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+    def test_equal_matches_cpu(self, dtype):
+        a = sample((5, 6), dtype)
+        b = a.clone()
+        b[3, 4] = ~b[3, 4] if dtype == torch.bool else b[3, 4] + 1
+        cases = [(a, a.clone()), (a, b), (a, a[:4]), (a, a.t().contiguous().t()),
+                 (a, a.double()), (a[:, 1:], a[:, 1:].clone())]
+        with no_fallback("equal"):
+            for x, y in cases:
+                assert torch.equal(x.to("maia"), y.to("maia")) == torch.equal(x, y)
+
+    def test_equal_is_false_for_nan_and_refuses_mixed_devices(self):
+        x = torch.tensor([1.0, float("nan")])
+        assert not torch.equal(x.to("maia"), x.to("maia"))
+        with pytest.raises(RuntimeError, match="different devices"):
+            torch.equal(x.to("maia"), x)
+
+    @pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int64])
+    def test_fill_with_a_tensor(self, dtype):
+        a = sample((4, 7), dtype)
+        m = a.to("maia")
+        with no_fallback("fill_"):
+            out = torch.empty(3, 5, dtype=dtype, device="maia").fill_(m[2, 3])
+            m.fill_(m[1, 1])  # a view of itself
+            strided = torch.zeros(6, 8, dtype=dtype, device="maia")[::2, ::3].fill_(m[0, 0])
+        torch.testing.assert_close(out.cpu(), torch.full((3, 5), a[2, 3].item(), dtype=dtype))
+        torch.testing.assert_close(m.cpu(), torch.full((4, 7), a[1, 1].item(), dtype=dtype))
+        torch.testing.assert_close(strided.cpu(), torch.full((3, 3), a[1, 1].item(), dtype=dtype))
+        with pytest.raises(RuntimeError, match="0-dimension value tensor"):
+            m.fill_(m[0])

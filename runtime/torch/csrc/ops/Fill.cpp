@@ -1,4 +1,5 @@
-// fill_ and zero_ on maia: one pattern fill on the current stream.
+// fill_ and zero_ on maia: one pattern fill on the current stream; fill_
+// with a 0-dim maia tensor is a broadcast copy on the stream (no host read).
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/scalar_tensor.h>
 #include <c10/core/DeviceGuard.h>
@@ -24,6 +25,15 @@ at::Tensor& fill(at::Tensor& self, const at::Scalar& value) {
   MAIA_CHECK(maiaMemsetPatternAsync(self.data_ptr(), element.const_data_ptr(),
                                     self.element_size(), static_cast<size_t>(self.numel()),
                                     currentDriverStream(self.device().index())));
+  return self;
+}
+
+at::Tensor& fillTensor(at::Tensor& self, const at::Tensor& value) {
+  TORCH_CHECK(value.dim() == 0, "fill_ only supports 0-dimension value tensor but got tensor "
+              "with ", value.dim(), " dimensions.");
+  if (self.device() != value.device()) return fill(self, value.item());
+  // A view of self would be overwritten while it is read.
+  self.copy_(self.is_alias_of(value) ? value.clone() : value);
   return self;
 }
 

@@ -40,6 +40,7 @@ at::Scalar localScalarDense(const at::Tensor& self);
 
 // Fill.cpp
 at::Tensor& fill(at::Tensor& self, const at::Scalar& value);
+at::Tensor& fillTensor(at::Tensor& self, const at::Tensor& value);
 at::Tensor& zero(at::Tensor& self);
 
 }  // namespace torch_maia::ops

@@ -12,6 +12,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
+#include <ATen/ops/eq.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -480,6 +481,14 @@ MAIA_NATIVE_KERNELS(m) {
   // any, all
   m.impl("any", [](const Tensor& self) { return anyAll(true, self, std::nullopt, false); });
   m.impl("all", [](const Tensor& self) { return anyAll(false, self, std::nullopt, false); });
+  // torch.equal: same sizes and every element equal (NaN is not), dtypes
+  // promoted as the CPU does; one host read of the answer.
+  m.impl("equal", [](const Tensor& self, const Tensor& other) -> bool {
+    TORCH_CHECK(self.device() == other.device(), "Cannot compare two tensors on different "
+                "devices. Got: ", self.device(), " and ", other.device());
+    if (!self.is_same_size(other)) return false;
+    return anyAll(false, at::eq(self, other), std::nullopt, false).item<bool>();
+  });
   m.impl("any.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
     return anyAll(true, self, oneDim(dim), keepdim);
   });

@@ -56,6 +56,7 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from_and_resize", TORCH_FN(copyFromAndResize));
   m.impl("_local_scalar_dense", TORCH_FN(localScalarDense));
   m.impl("fill_.Scalar", TORCH_FN(fill));
+  m.impl("fill_.Tensor", TORCH_FN(fillTensor));
   m.impl("zero_", TORCH_FN(zero));
   m.impl("record_stream", TORCH_FN(recordStream));
 }
