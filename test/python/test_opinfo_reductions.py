@@ -24,7 +24,7 @@ NATIVE = [
     ("argmax", ""), ("argmin", ""), ("var", ""), ("var", "unbiased"), ("std", ""),
     ("std", "unbiased"), ("var_mean", ""), ("var_mean", "unbiased"), ("std_mean", ""),
     ("std_mean", "unbiased"), ("linalg.vector_norm", ""), ("norm", ""), ("norm", "fro"),
-    ("norm", "inf"), ("any", ""), ("all", ""), ("cumsum", ""),
+    ("norm", "inf"), ("any", ""), ("all", ""), ("cumsum", ""), ("cumprod", ""), ("dist", ""),
 ]
 # norm.nuc is the nuclear norm (a sum of singular values from svd), not a vector norm:
 # it does not go through linalg_vector_norm and stays on the host fallback.
@@ -297,11 +297,12 @@ def test_out_variants():
     torch.testing.assert_close(out.cpu(), (x > 0).any(1))
 
 
-def test_cumsum_inplace_and_dims():
+@pytest.mark.parametrize("scan", ["cumsum", "cumprod"])
+def test_scans_inplace_and_dims(scan):
     torch.manual_seed(0)
     x = torch.randn(3, 4, 5).transpose(0, 2)
     for d in range(-3, 3):
-        check(lambda t: t.cumsum(d), x)
+        check(lambda t: getattr(t, scan)(d), x)
     m = x.to("maia").contiguous()
-    m.cumsum_(1)
-    torch.testing.assert_close(m.cpu(), x.cumsum(1))
+    getattr(m, scan + "_")(1)
+    torch.testing.assert_close(m.cpu(), getattr(x, scan)(1))

@@ -9,7 +9,7 @@ with runtime/torch/csrc/ops/Reduction.cpp (see reduce.h for the loops):
     norm_<dt>                     (out [outer, inner], in [outer, n, inner])
     argmax_<dt>, argmin_<dt>      (values, int64 indices, in)
     moments_<dt>                  (var or std, mean, in, correction, take_sqrt)
-    cumsum_<dt>                   (out [outer, n, inner], in)
+    cumsum_<dt>, cumprod_<dt>     (out [outer, n, inner], in)
 The input and the output have the same dtype (the caller casts first); any
 and all write bool (uint8 for uint8 input, as PyTorch)."""
 
@@ -53,7 +53,9 @@ def main(out_dir, isa):
             add(f"{op}_{name}", [memref(out_m, 2), memref(meta, 3)],
                 f"reduce<{t}, {out_t}>(args, grid, AnyAllOp<{is_any}>{{}});")
     for name, t, meta, kind in NUMERIC:
-        add(f"cumsum_{name}", [memref(meta, 3), memref(meta, 3)], f"cumsum<{t}>(args, grid);")
+        for op, functor in (("cumsum", "ScanSum"), ("cumprod", "ScanProd")):
+            add(f"{op}_{name}", [memref(meta, 3), memref(meta, 3)],
+                f"scan<{t}, {functor}>(args, grid);")
     for name, t, meta, kind in FLOAT:
         io = [memref(meta, 2), memref(meta, 3)]
         add(f"mean_{name}", io, f"reduce<{t}, {t}>(args, grid, MeanOp<acc_t<{t}>>{{}});")

@@ -1,7 +1,7 @@
 // The reduction loops of the reduce kernel binary (maia_reduce_kernels.maiabin).
 //
 // The input is a rank-3 memref [outer, reduced, inner] with any strides, the
-// output a rank-2 memref [outer, inner] (cumsum: rank 3, the input's shape).
+// output a rank-2 memref [outer, inner] (scans: rank 3, the input's shape).
 // Each program owns a contiguous slice of the outer*inner outputs and walks
 // it in blocks of at most kBlock outputs along inner: a unit-stride inner
 // dimension makes the per-row loop vectorize; a single output (inner == 1)
@@ -353,10 +353,21 @@ void moments(void* const* args, const maia_grid_t* grid) {
   });
 }
 
-/// Inclusive prefix sums along r (args: out [outer, n, inner], in, same shape).
-template <typename T>
-void cumsum(void* const* args, const maia_grid_t* grid) {
+struct ScanSum {
+  template <typename A> static A identity() { return A(0); }
+  template <typename A> A operator()(A acc, A x) const { return acc + x; }
+};
+struct ScanProd {
+  template <typename A> static A identity() { return A(1); }
+  template <typename A> A operator()(A acc, A x) const { return acc * x; }
+};
+
+/// Inclusive prefix sums (ScanSum) or products (ScanProd) along r
+/// (args: out [outer, n, inner], in, same shape).
+template <typename T, typename Op>
+void scan(void* const* args, const maia_grid_t* grid) {
   using A = acc_t<T>;
+  const Op op;
   const auto& out = maia_kernel::memref<T, 3>(args, 0);
   const auto& in = maia_kernel::memref<T, 3>(args, 1);
   const int64_t n = in.sizes[1];
@@ -365,20 +376,20 @@ void cumsum(void* const* args, const maia_grid_t* grid) {
     T* dst = out.aligned + out.offset + o * out.strides[0] + j0 * out.strides[2];
     if (count == 1) {  // one line
       const int64_t si = in.strides[1], so = out.strides[1];
-      A acc = A(0);
+      A acc = Op::template identity<A>();
       for (int64_t r = 0; r < n; ++r) {
-        acc += static_cast<A>(load(src[r * si]));
+        acc = op(acc, static_cast<A>(load(src[r * si])));
         dst[r * so] = store<T>(acc);
       }
       return;
     }
     A acc[kBlock];
-    for (int64_t j = 0; j < count; ++j) acc[j] = A(0);
+    for (int64_t j = 0; j < count; ++j) acc[j] = Op::template identity<A>();
     for (int64_t r = 0; r < n; ++r) {
       const T* row = src + r * in.strides[1];
       T* orow = dst + r * out.strides[1];
       for (int64_t j = 0; j < count; ++j) {
-        acc[j] += static_cast<A>(load(row[j * in.strides[2]]));
+        acc[j] = op(acc[j], static_cast<A>(load(row[j * in.strides[2]])));
         orow[j * out.strides[2]] = store<T>(acc[j]);
       }
     }

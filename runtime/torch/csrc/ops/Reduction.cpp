@@ -1,6 +1,6 @@
 // Reductions on maia: sum, mean, prod, amax/amin, max/min (values and
 // indices), argmax/argmin, var/std (and var_mean/std_mean), vector norms,
-// any/all and cumsum, computed by the reduce kernel binary on the current
+// any/all, cumsum and cumprod, computed by the reduce kernel binary on the current
 // stream (runtime/kernels/reduce).
 //
 // The input is viewed as [outer, n, inner] with the reduced dimensions in the
@@ -33,6 +33,7 @@ namespace {
 
 using at::Tensor;
 using DimList = at::OptionalIntArrayRef;
+using IntList = c10::IntArrayRef;
 
 /// The input viewed as [outer, n, inner] and the result's shape.
 struct Plan {
@@ -331,11 +332,12 @@ Tensor anyAll(bool is_any, const Tensor& self, DimList dims, bool keepdim) {
   return result;
 }
 
-Tensor cumsumOp(const Tensor& self, int64_t dim, std::optional<c10::ScalarType> dtype,
-              const Tensor& out = Tensor()) {
+/// cumsum or cumprod (kernel), with sum's dtype promotion.
+Tensor scanOp(const char* kernel, const Tensor& self, int64_t dim,
+              std::optional<c10::ScalarType> dtype, const Tensor& out = Tensor()) {
   c10::ScalarType result_dtype = sumDtype(self, dtype, out);
-  TORCH_CHECK(result_dtype != c10::ScalarType::Bool, "cumsum: bool results are not supported "
-              "on maia");
+  TORCH_CHECK(result_dtype != c10::ScalarType::Bool, kernel, ": bool results are not "
+              "supported on maia");
   c10::MaybeOwned<Tensor> x = castTo(self, result_dtype);
   const int64_t nd = x->dim();
   int64_t d = at::maybe_wrap_dim(dim, nd);
@@ -349,7 +351,7 @@ Tensor cumsumOp(const Tensor& self, int64_t dim, std::optional<c10::ScalarType> 
   }
   p.viewInput(*x);
   Tensor result = newEmpty(x->sizes(), x->options());
-  launch("cumsum", result_dtype, {rowMajorMemref(result, {p.outer, p.n, p.inner}), p.input}, p,
+  launch(kernel, result_dtype, {rowMajorMemref(result, {p.outer, p.n, p.inner}), p.input}, p,
          *x);
   return result;
 }
@@ -357,6 +359,18 @@ Tensor cumsumOp(const Tensor& self, int64_t dim, std::optional<c10::ScalarType> 
 std::vector<int64_t> oneDim(int64_t dim) { return {dim}; }
 
 // ---------------------------------------------------------------- registration
+
+/// NAME, NAME.out and NAME_ of a scan.
+#define MAIA_SCAN(NAME)                                                                    \
+  m.impl(NAME, [](const Tensor& self, int64_t dim, ST dtype) {                             \
+    return scanOp(NAME, self, dim, dtype);                                                 \
+  });                                                                                      \
+  m.impl(NAME ".out", [](const Tensor& self, int64_t dim, ST dtype, Tensor& out) -> Tensor& {\
+    return into(out, scanOp(NAME, self, dim, dtype, out));                                 \
+  });                                                                                      \
+  m.impl(NAME "_", [](Tensor& self, int64_t dim, ST dtype) -> Tensor& {                    \
+    return self.copy_(scanOp(NAME, self, dim, dtype, self));                               \
+  })
 
 MAIA_NATIVE_KERNELS(m) {
   using ST = std::optional<c10::ScalarType>;
@@ -521,15 +535,17 @@ MAIA_NATIVE_KERNELS(m) {
                             Tensor& out) -> Tensor& {
     return into(out, anyAll(false, self, dim, keepdim));
   });
-  // cumsum
-  m.impl("cumsum", [](const Tensor& self, int64_t dim, ST dtype) {
-    return cumsumOp(self, dim, dtype);
+  MAIA_SCAN("cumsum");
+  MAIA_SCAN("cumprod");
+  // The legacy norm (dist, triplet losses): linalg_vector_norm, p = 2 by default.
+  m.impl("norm.out", [](const Tensor& self, const std::optional<at::Scalar>& p, IntList dim,
+                        bool keepdim, Tensor& out) -> Tensor& {
+    return into(out, vectorNorm(self, p.value_or(2.0), dim, keepdim, std::nullopt));
   });
-  m.impl("cumsum.out", [](const Tensor& self, int64_t dim, ST dtype, Tensor& out) -> Tensor& {
-    return into(out, cumsumOp(self, dim, dtype, out));
-  });
-  m.impl("cumsum_", [](Tensor& self, int64_t dim, ST dtype) -> Tensor& {
-    return self.copy_(cumsumOp(self, dim, dtype, self));
+  m.impl("norm.dtype_out", [](const Tensor& self, const std::optional<at::Scalar>& p,
+                              IntList dim, bool keepdim, c10::ScalarType dtype,
+                              Tensor& out) -> Tensor& {
+    return into(out, vectorNorm(self, p.value_or(2.0), dim, keepdim, dtype));
   });
 }
 
