@@ -67,6 +67,8 @@ FORWARD_NATIVE = {
     "gather": {"aten::gather"},
     "scatter": {"aten::scatter"},
     "scatter_add": {"aten::scatter_add"},
+    "scatter_reduce": {"aten::scatter_reduce", "aten::scatter_reduce_"},
+    "index_reduce": {"aten::index_reduce", "aten::index_reduce_"},
     "cat": {"aten::cat"},
     "stack": {"aten::cat"},
     "index_put": {"aten::_index_put_impl_"},
@@ -93,6 +95,8 @@ BACKWARD_NATIVE = {
     "gather": {"aten::scatter_add", "aten::scatter_add_"},
     "scatter": {"aten::gather"},
     "scatter_add": {"aten::gather"},
+    "scatter_reduce": {"aten::gather", "aten::scatter_reduce", "aten::scatter_add"},
+    "index_reduce": {"aten::index_select", "aten::scatter_reduce", "aten::index_reduce"},
     "cat": set(),  # slices of the gradient
     "stack": set(),
     "index_put": {"aten::index", "aten::_index_put_impl_"},

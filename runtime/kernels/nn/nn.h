@@ -1,6 +1,7 @@
 // The NN kernels: softmax/log_softmax, layer_norm, nll_loss, index_select,
-// index_add, embedding backward, gather and scatter (assign/add/multiply), each templated over the storage type and
-// instantiated per dtype by gen_nn_kernels.py.
+// index_add, embedding backward, gather and scatter (assign, add, multiply,
+// amax, amin), each templated over the storage type and instantiated per
+// dtype by gen_nn_kernels.py.
 //
 // Work is split into rows: each program owns a contiguous block of rows
 // (maia_kernel::programSlice), so results never depend on the program count.
@@ -561,7 +562,8 @@ void gather(void* const* args, const maia_grid_t* grid) {
   });
 }
 
-// args: out (written in place), index, src, dim, mode (0 assign, 1 add, 2 multiply).
+// args: out (written in place), index, src, dim, mode (0 assign, 1 add,
+// 2 multiply, 3 amax, 4 amin; a NaN source wins, as on the CPU).
 template <typename T>
 void scatter(void* const* args, const maia_grid_t* grid) {
   const auto& out = memref<T, 4>(args, 0);
@@ -578,12 +580,17 @@ void scatter(void* const* args, const maia_grid_t* grid) {
       const int64_t j = pi[k * si];
       checkIndex(j, n);
       T& dst = po[j * so];
-      if (mode == 0)
+      if (mode == 0) {
         dst = ps[k * ss];
-      else if (mode == 1)
+      } else if (mode == 1) {
         dst = store<T>(load(dst) + load(ps[k * ss]));
-      else
+      } else if (mode == 2) {
         dst = store<T>(load(dst) * load(ps[k * ss]));
+      } else {
+        const auto a = load(dst), b = load(ps[k * ss]);
+        if (b != b) dst = ps[k * ss];  // NaN (only floats differ from themselves)
+        else if (mode == 3 ? a < b : b < a) dst = ps[k * ss];
+      }
     }
   });
 }

@@ -1,5 +1,6 @@
 // gather and scatter on maia: gather, scatter (a tensor or a value as the
-// source, with or without reduce, functional and in-place) and scatter_add,
+// source, with or without reduce, functional and in-place), scatter_add,
+// scatter_reduce and index_reduce (a scatter_reduce over an expanded index),
 // launched from the NN kernel binary (runtime/kernels/nn,
 // maia_nn_kernels.maiabin) over rank-4 views: leading extent-1 dimensions pad
 // lower ranks; more than 4 dimensions are computed on the host, counted as a
@@ -7,15 +8,21 @@
 //
 // Indices are converted to int64 on the device; out-of-range ones trap in
 // the kernel, not checked on the host (docs/torch.md, "Native kernels").
+#include <ATen/Dispatch.h>
 #include <ATen/WrapDimUtils.h>
+#include <ATen/native/Resize.h>
 #include <ATen/native/ScatterGatherChecks.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
 #include <ATen/ops/gather.h>
+#include <ATen/ops/ones_like.h>
+#include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
+#include <vector>
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
@@ -55,8 +62,10 @@ Tensor gatherOp(const Tensor& self, int64_t dim, const Tensor& index, bool spars
   return out;
 }
 
-/// Scatters src (index's shape or larger) into out in place; mode 0 assign,
-/// 1 add, 2 multiply.
+/// The scatter kernel's modes.
+enum ScatterMode : int64_t { kAssign = 0, kAdd = 1, kMultiply = 2, kAmax = 3, kAmin = 4 };
+
+/// Scatters src (index's shape or larger) into out in place.
 Tensor& scatterInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
                     int64_t mode, const char* name) {
   dim = at::maybe_wrap_dim(dim, out.dim());
@@ -67,8 +76,10 @@ Tensor& scatterInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor&
   if (out.dim() > 4) {
     noteHostFallback(std::string("aten::") + name);
     Tensor host = out.cpu();
-    if (mode == 0) host.scatter_(dim, index.cpu(), src.cpu());
-    else host.scatter_(dim, index.cpu(), src.cpu(), mode == 1 ? "add" : "multiply");
+    if (mode == kAssign) host.scatter_(dim, index.cpu(), src.cpu());
+    else if (mode == kAdd || mode == kMultiply)
+      host.scatter_(dim, index.cpu(), src.cpu(), mode == kAdd ? "add" : "multiply");
+    else host.scatter_reduce_(dim, index.cpu(), src.cpu(), mode == kAmax ? "amax" : "amin");
     out.copy_(host);
     return out;
   }
@@ -84,13 +95,88 @@ Tensor& scatterInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor&
 }
 
 int64_t reduceMode(c10::string_view reduce) {
-  if (reduce == "add") return 1;
-  if (reduce == "multiply") return 2;
+  if (reduce == "add") return kAdd;
+  if (reduce == "multiply") return kMultiply;
   TORCH_CHECK(false, "reduce argument must be either add or multiply.");
 }
 
 Tensor scalarSource(const Tensor& self, const Tensor& index, const at::Scalar& value) {
   return at::full(index.sizes(), value, self.options());
+}
+
+/// What a reduced position starts from when include_self is false.
+at::Scalar reductionIdentity(c10::string_view reduce, c10::ScalarType dtype) {
+  if (reduce == "sum" || reduce == "mean") return 0;
+  if (reduce == "prod") return 1;
+  const bool is_max = reduce == "amax";
+  if (at::isFloatingType(dtype))
+    return is_max ? -std::numeric_limits<double>::infinity()
+                  : std::numeric_limits<double>::infinity();
+  if (dtype == c10::ScalarType::Bool) return !is_max;
+  at::Scalar bound;
+  AT_DISPATCH_INTEGRAL_TYPES(dtype, "scatter_reduce", [&] {
+    bound = is_max ? std::numeric_limits<scalar_t>::lowest() : std::numeric_limits<scalar_t>::max();
+  });
+  return bound;
+}
+
+/// scatter_reduce (and index_reduce through an expanded index) into out, a
+/// copy of self: positions start from self (include_self) or the
+/// reduction's identity; mean divides by the count, flooring integers.
+Tensor& scatterReduceInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
+                          c10::string_view reduce, bool include_self, const char* name) {
+  int64_t mode = kAdd;
+  if (reduce == "prod") mode = kMultiply;
+  else if (reduce == "amax") mode = kAmax;
+  else if (reduce == "amin") mode = kAmin;
+  else TORCH_CHECK(reduce == "sum" || reduce == "mean", name, ": reduce argument must be either "
+                   "sum, prod, mean, amax or amin, got ", reduce);
+  if (!include_self)
+    scatterInto(out, dim, index,
+                scalarSource(out, index, reductionIdentity(reduce, out.scalar_type())), kAssign,
+                name);
+  scatterInto(out, dim, index, src, mode, name);
+  if (reduce == "mean" && index.numel() > 0) {
+    Tensor count = include_self ? at::ones_like(out) : at::zeros_like(out);
+    scatterInto(count, dim, index, at::ones_like(src), kAdd, name);
+    count.masked_fill_(count.eq(0), 1);
+    if (out.is_floating_point()) out.div_(count);
+    else out.div_(count, "floor");
+  }
+  return out;
+}
+
+/// index_reduce's 1-D index as scatter's: index along dim, broadcast over
+/// source's other dimensions.
+Tensor scatterIndexOf(const Tensor& index, const Tensor& source, int64_t dim) {
+  TORCH_CHECK_INDEX(index.dim() <= 1, "index_reduce_(): Index is supposed to be a vector");
+  TORCH_CHECK(index.scalar_type() == c10::ScalarType::Long ||
+                  index.scalar_type() == c10::ScalarType::Int,
+              "index_reduce_(): Expected dtype int32/int64 for index");
+  if (source.dim() == 0) return index.reshape({});
+  TORCH_CHECK_INDEX(source.size(dim) == index.numel(), "index_reduce_(): Number of indices (",
+                    index.numel(), ") should be equal to source.size(dim) (", source.size(dim),
+                    ")");
+  std::vector<int64_t> shape(source.dim(), 1);
+  shape[dim] = index.numel();
+  return index.reshape(shape).expand(source.sizes());
+}
+
+Tensor& indexReduceInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor& source,
+                        c10::string_view reduce, bool include_self) {
+  TORCH_CHECK(reduce == "prod" || reduce == "mean" || reduce == "amax" || reduce == "amin",
+              "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got ",
+              reduce, ".");
+  dim = at::maybe_wrap_dim(dim, source.dim());
+  return scatterReduceInto(out, dim, scatterIndexOf(index, source, dim), source, reduce,
+                           include_self, "index_reduce");
+}
+
+/// out (resized) holding a copy of self, for the out= variants.
+Tensor& copyOfSelf(const Tensor& self, Tensor& out) {
+  at::native::resize_output(out, self.sizes());
+  if (!out.is_same(self)) out.copy_(self);
+  return out;
 }
 
 MAIA_NATIVE_KERNELS(m) {
@@ -133,6 +219,38 @@ MAIA_NATIVE_KERNELS(m) {
                             const Tensor& src) -> Tensor& {
     return scatterInto(self, dim, index, src, 1, "scatter_add_");
   });
+  m.impl("scatter_reduce.two", [](const Tensor& self, int64_t dim, const Tensor& index,
+                                  const Tensor& src, c10::string_view reduce, bool include_self) {
+    Tensor out = self.clone(at::MemoryFormat::Contiguous);
+    return scatterReduceInto(out, dim, index, src, reduce, include_self, "scatter_reduce");
+  });
+  m.impl("scatter_reduce_.two", [](Tensor& self, int64_t dim, const Tensor& index,
+                                   const Tensor& src, c10::string_view reduce,
+                                   bool include_self) -> Tensor& {
+    return scatterReduceInto(self, dim, index, src, reduce, include_self, "scatter_reduce_");
+  });
+  m.impl("scatter_reduce.two_out",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+            c10::string_view reduce, bool include_self, Tensor& out) -> Tensor& {
+           return scatterReduceInto(copyOfSelf(self, out), dim, index, src, reduce,
+                                    include_self, "scatter_reduce");
+         });
+  m.impl("index_reduce", [](const Tensor& self, int64_t dim, const Tensor& index,
+                            const Tensor& source, c10::string_view reduce, bool include_self) {
+    Tensor out = self.clone(at::MemoryFormat::Contiguous);
+    return indexReduceInto(out, dim, index, source, reduce, include_self);
+  });
+  m.impl("index_reduce_", [](Tensor& self, int64_t dim, const Tensor& index,
+                             const Tensor& source, c10::string_view reduce,
+                             bool include_self) -> Tensor& {
+    return indexReduceInto(self, dim, index, source, reduce, include_self);
+  });
+  m.impl("index_reduce.out",
+         [](const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+            c10::string_view reduce, bool include_self, Tensor& out) -> Tensor& {
+           return indexReduceInto(copyOfSelf(self, out), dim, index, source, reduce,
+                                  include_self);
+         });
 }
 
 }  // namespace
