@@ -53,6 +53,8 @@ ACTIVATIONS_BACKWARD = {
     "nn.functional.hardsigmoid": {"aten::hardsigmoid_backward"},
     "nn.functional.logsigmoid": {"aten::log_sigmoid_backward"},
 }
+# reflect/replicate (the constant and circular variants are views, cat and fills).
+PADS = {f"aten::{kind}_pad{dims}d" for kind in ("reflection", "replication") for dims in (1, 2, 3)}
 FORWARD_NATIVE = {
     "softmax": SOFTMAX,
     "log_softmax": LOG_SOFTMAX,
@@ -71,6 +73,7 @@ FORWARD_NATIVE = {
     "index_reduce": {"aten::index_reduce", "aten::index_reduce_"},
     "cat": {"aten::cat"},
     "stack": {"aten::cat"},
+    "nn.functional.pad": PADS,
     "index_put": {"aten::_index_put_impl_"},
     "__getitem__": {"aten::index"},
     "nonzero": {"aten::nonzero"},
@@ -97,6 +100,7 @@ BACKWARD_NATIVE = {
     "scatter_add": {"aten::gather"},
     "scatter_reduce": {"aten::gather", "aten::scatter_reduce", "aten::scatter_add"},
     "index_reduce": {"aten::index_select", "aten::scatter_reduce", "aten::index_reduce"},
+    "nn.functional.pad": {f"{pad}_backward" for pad in PADS},
     "cat": set(),  # slices of the gradient
     "stack": set(),
     "index_put": {"aten::index", "aten::_index_put_impl_"},
