@@ -24,7 +24,7 @@ NATIVE = [
     "log2", "log10", "sgn", "sign", "clamp_min", "clamp_max",
     "remainder", "fmod", "fmax", "fmin", "atan2", "logaddexp", "xlogy", "rsub", "isnan",
     "signbit", "bitwise_not", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-    "atanh",
+    "atanh", "lgamma", "digamma",
 ]
 # Samples whose CPU result depends on behaviour maia does not reproduce, with why.
 UNSUPPORTED_SAMPLE_KWARGS = {"out", "dtype"}

@@ -74,6 +74,7 @@ FORWARD_NATIVE = {
     "cat": {"aten::cat"},
     "stack": {"aten::cat"},
     "nn.functional.pad": PADS,
+    "nn.functional.channel_shuffle": {"aten::channel_shuffle", "aten::native_channel_shuffle"},
     "index_put": {"aten::_index_put_impl_"},
     "__getitem__": {"aten::index"},
     "nonzero": {"aten::nonzero"},
@@ -101,6 +102,7 @@ BACKWARD_NATIVE = {
     "scatter_reduce": {"aten::gather", "aten::scatter_reduce", "aten::scatter_add"},
     "index_reduce": {"aten::index_select", "aten::scatter_reduce", "aten::index_reduce"},
     "nn.functional.pad": {f"{pad}_backward" for pad in PADS},
+    "nn.functional.channel_shuffle": {"aten::channel_shuffle", "aten::native_channel_shuffle"},
     "cat": set(),  # slices of the gradient
     "stack": set(),
     "index_put": {"aten::index", "aten::_index_put_impl_"},

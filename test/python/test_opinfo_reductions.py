@@ -25,6 +25,7 @@ NATIVE = [
     ("std", "unbiased"), ("var_mean", ""), ("var_mean", "unbiased"), ("std_mean", ""),
     ("std_mean", "unbiased"), ("linalg.vector_norm", ""), ("norm", ""), ("norm", "fro"),
     ("norm", "inf"), ("any", ""), ("all", ""), ("cumsum", ""), ("cumprod", ""), ("dist", ""),
+    ("nansum", ""), ("nanmean", ""),
 ]
 # norm.nuc is the nuclear norm (a sum of singular values from svd), not a vector norm:
 # it does not go through linalg_vector_norm and stays on the host fallback.

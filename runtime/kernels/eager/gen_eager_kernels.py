@@ -89,6 +89,8 @@ UNARY = [  # op, functor, dtypes, output is bool
     ("signbit", "op::Signbit{}", DTYPES, True),
     ("bitwise_not", "op::BitwiseNot{}", INTEGRAL, False),
     ("tan", "op::Tan{}", FLOAT, False),
+    ("lgamma", "op::Lgamma{}", FLOAT, False),
+    ("digamma", "op::Digamma{}", FLOAT, False),
     ("asin", "op::Asin{}", FLOAT, False),
     ("acos", "op::Acos{}", FLOAT, False),
     ("atan", "op::Atan{}", FLOAT, False),

@@ -291,6 +291,27 @@ struct GeluTanh {
   }
 };
 struct LogicalNot { template <typename C> bool operator()(C a) const { return a == C(0); } };
+struct Lgamma { template <typename C> C operator()(C a) const { return std::lgamma(a); } };
+/// The digamma function in double: the recurrence psi(x) = psi(x + 1) - 1/x
+/// up to x >= 10, then the asymptotic series to x^-10 (next term < 3e-14);
+/// negative x by reflection, poles (0 and the negative integers) as ATen.
+inline double digammaOf(double x) {
+  if (x == 0) return std::copysign(INFINITY, -x);
+  if (x < 0) {
+    if (x == std::floor(x)) return NAN;
+    return digammaOf(1 - x) - M_PI / std::tan(M_PI * x);
+  }
+  double result = 0;
+  for (; x < 10; x += 1) result -= 1 / x;
+  const double inv2 = 1 / (x * x);
+  const double series =
+      inv2 * (1.0 / 12 - inv2 * (1.0 / 120 - inv2 * (1.0 / 252 - inv2 * (1.0 / 240 -
+                                                                          inv2 / 132))));
+  return result + std::log(x) - 0.5 / x - series;
+}
+struct Digamma {
+  template <typename C> C operator()(C a) const { return C(digammaOf(static_cast<double>(a))); }
+};
 struct Tan { template <typename C> C operator()(C a) const { return std::tan(a); } };
 struct Asin { template <typename C> C operator()(C a) const { return std::asin(a); } };
 struct Acos { template <typename C> C operator()(C a) const { return std::acos(a); } };

@@ -907,6 +907,8 @@ MAIA_NATIVE_KERNELS(m) {
   });
   MAIA_UNARY("bitwise_not", Result::Common);
   MAIA_UNARY("tan", Result::FloatOnly);
+  MAIA_UNARY("lgamma", Result::FloatOnly);
+  MAIA_UNARY("digamma", Result::FloatOnly);
   MAIA_UNARY("asin", Result::FloatOnly);
   MAIA_UNARY("acos", Result::FloatOnly);
   MAIA_UNARY("atan", Result::FloatOnly);

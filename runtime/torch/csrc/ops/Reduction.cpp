@@ -13,6 +13,8 @@
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/where.h>
+#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include <cmath>
@@ -332,6 +334,11 @@ Tensor anyAll(bool is_any, const Tensor& self, DimList dims, bool keepdim) {
   return result;
 }
 
+Tensor withoutNan(const Tensor& self) {
+  if (!at::isFloatingType(self.scalar_type())) return self;
+  return at::where(self.isnan(), at::zeros({}, self.options()), self);
+}
+
 /// cumsum or cumprod (kernel), with sum's dtype promotion.
 Tensor scanOp(const char* kernel, const Tensor& self, int64_t dim,
               std::optional<c10::ScalarType> dtype, const Tensor& out = Tensor()) {
@@ -534,6 +541,14 @@ MAIA_NATIVE_KERNELS(m) {
   m.impl("all.dims_out", [](const Tensor& self, DimList dim, bool keepdim,
                             Tensor& out) -> Tensor& {
     return into(out, anyAll(false, self, dim, keepdim));
+  });
+  // nansum: a sum with NaN read as zero (integers have none).
+  m.impl("nansum", [](const Tensor& self, DimList dim, bool keepdim, ST dtype) {
+    return sumOp(withoutNan(self), dim, keepdim, dtype);
+  });
+  m.impl("nansum.out", [](const Tensor& self, DimList dim, bool keepdim, ST dtype,
+                          Tensor& out) -> Tensor& {
+    return into(out, sumOp(withoutNan(self), dim, keepdim, dtype));
   });
   MAIA_SCAN("cumsum");
   MAIA_SCAN("cumprod");
