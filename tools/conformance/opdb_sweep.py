@@ -370,6 +370,9 @@ def summarize(paths):
             print(f"| {name} | {dtype} | {mode} | {r['verdict']} | {detail.replace('|', '/')} |")
 
 
+QUIET_VERDICTS = {"native", "fallback", "skipped", "no samples"}
+
+
 def per_op_table(paths) -> str:
     """One markdown row per op and mode: the dtypes under each verdict, the
     host-fallback operators and the first reason of anything else."""
@@ -392,10 +395,13 @@ def per_op_table(paths) -> str:
     for mode, counter in sorted(totals.items()):
         lines.append(f"| {mode} | " + " | ".join(str(counter[v]) for v in verdict_names) + " |")
     lines += ["", f"Ops that run only through the host fallback (eager, no dtype native): "
-              f"**{len(host_only)}**.", "",
+              f"**{len(host_only)}**. Compiled (static, dynamic) rows are listed only where "
+              "a dtype is refused, wrong, upstream or timed out.", "",
               "| op | mode | native | host fallback | refused / wrong / skipped: reason |",
               "|---|---|---|---|---|"]
     for (name, mode), verdicts in sorted(ops.items()):
+        if mode != "eager" and not set(verdicts) - QUIET_VERDICTS:
+            continue  # compiled rows only where something went wrong
         native = " ".join(r["dtype"] for r in verdicts.get("native", []))
         fallback = " ".join(r["dtype"] for r in verdicts.get("fallback", []))
         if fallback:
