@@ -72,6 +72,7 @@ def _on_alarm(signum, frame):
 def _to(device):
     def convert(x):
         return x.to(device) if isinstance(x, torch.Tensor) else x
+    convert.device = device
     return convert
 
 
@@ -86,8 +87,10 @@ def _call(fn, sample, convert, op_name=None):
     from torch.utils._pytree import tree_map
 
     args_convert = (lambda x: x) if op_name in HOST_ARGUMENTS else convert
-    return fn(tree_map(convert, sample.input), *tree_map(args_convert, sample.args),
-              **tree_map(convert, sample.kwargs))
+    kwargs = tree_map(convert, sample.kwargs)
+    if "device" in kwargs:  # factories (linspace's tensor overload): op_db made them for cpu
+        kwargs["device"] = convert.device
+    return fn(tree_map(convert, sample.input), *tree_map(args_convert, sample.args), **kwargs)
 
 
 def _runner(op, mode):
