@@ -15,6 +15,7 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/core/CachingHostAllocator.h>
 #include <ATen/TensorIterator.h>
+#include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/_neg_view.h>
@@ -273,6 +274,11 @@ at::Tensor copyFrom(const at::Tensor& src, const at::Tensor& dst, bool non_block
 at::Tensor copyFromAndResize(const at::Tensor& self, const at::Tensor& dst) {
   if (dst.sizes() != self.sizes()) dst.resize_(self.sizes());
   return copyFrom(self, dst, /*non_blocking=*/false);
+}
+
+at::Tensor& resultInto(at::Tensor& out, const at::Tensor& result) {
+  at::native::resize_output(out, result.sizes());
+  return out.copy_(result);
 }
 
 at::Scalar localScalarDense(const at::Tensor& self) {

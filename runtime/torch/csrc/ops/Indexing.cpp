@@ -14,7 +14,6 @@
 #include <ATen/ExpandUtils.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/native/IndexingUtils.h>
-#include <ATen/native/Resize.h>
 #include <ATen/native/TensorAdvancedIndexingUtils.h>
 #include <ATen/ops/cat.h>
 #include <ATen/ops/empty.h>
@@ -28,6 +27,7 @@
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
 #include "ops/HostRouting.h"
+#include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -230,16 +230,11 @@ Tensor maskedSelect(const Tensor& self, const Tensor& mask) {
   return indexOp(values->reshape({-1}), indices);
 }
 
-Tensor& resultInto(const Tensor& result, Tensor& out) {
-  at::native::resize_output(out, result.sizes());
-  return out.copy_(result);
-}
-
 MAIA_NATIVE_KERNELS(m) {
   m.impl("index.Tensor", TORCH_FN(indexOp));
   m.impl("index.Tensor_out", [](const Tensor& self, const IndexList& indices,
                                 Tensor& out) -> Tensor& {
-    return resultInto(indexOp(self, indices), out);
+    return resultInto(out, indexOp(self, indices));
   });
   m.impl("_index_put_impl_", [](Tensor& self, const IndexList& indices, const Tensor& values,
                                 bool accumulate, bool /*unsafe*/) -> Tensor& {
@@ -248,12 +243,12 @@ MAIA_NATIVE_KERNELS(m) {
   m.impl("masked_select", TORCH_FN(maskedSelect));
   m.impl("masked_select.out", [](const Tensor& self, const Tensor& mask,
                                  Tensor& out) -> Tensor& {
-    return resultInto(maskedSelect(self, mask), out);
+    return resultInto(out, maskedSelect(self, mask));
   });
   m.impl("nonzero", TORCH_FN(nonzeroOp));
   m.impl("nonzero_static", TORCH_FN(nonzeroStatic));
   m.impl("nonzero.out", [](const Tensor& self, Tensor& out) -> Tensor& {
-    return resultInto(nonzeroOp(self), out);
+    return resultInto(out, nonzeroOp(self));
   });
 }
 

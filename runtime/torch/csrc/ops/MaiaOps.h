@@ -36,6 +36,9 @@ void resizeStorageBytes(const c10::Storage& storage, size_t nbytes);
 // Copy.cpp: copies between maia and the host, and across maia devices.
 at::Tensor copyFrom(const at::Tensor& self, const at::Tensor& dst, bool non_blocking);
 at::Tensor copyFromAndResize(const at::Tensor& self, const at::Tensor& dst);
+/// An out= variant's tail: out resized to result's shape (with ATen's
+/// resize_output rules and warning) and result copied into it.
+at::Tensor& resultInto(at::Tensor& out, const at::Tensor& result);
 at::Scalar localScalarDense(const at::Tensor& self);
 
 // Fill.cpp

@@ -6,7 +6,6 @@
 // gradient back with index_add, dimension by dimension in reverse. Both are
 // native device kernels (IndexSelect.cpp), so nothing runs on the host
 // fallback. Negative padding crops, as on the CPU.
-#include <ATen/native/Resize.h>
 #include <ATen/ops/index_add.h>
 #include <ATen/ops/index_select.h>
 #include <ATen/ops/tensor.h>
@@ -17,6 +16,7 @@
 #include <vector>
 
 #include "ops/HostRouting.h"
+#include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -105,25 +105,20 @@ Tensor padBackward(PadMode mode, int dims, const Tensor& grad_output, const Tens
   return grad;
 }
 
-Tensor& into(Tensor& out, const Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  return out.copy_(result);
-}
-
 template <PadMode kMode, int kDims>
 struct Pad {
   static Tensor forward(const Tensor& self, c10::SymIntArrayRef padding) {
     return padForward(kMode, kDims, self, padding);
   }
   static Tensor& forwardOut(const Tensor& self, c10::SymIntArrayRef padding, Tensor& out) {
-    return into(out, padForward(kMode, kDims, self, padding));
+    return resultInto(out, padForward(kMode, kDims, self, padding));
   }
   static Tensor backward(const Tensor& grad, const Tensor& self, c10::SymIntArrayRef padding) {
     return padBackward(kMode, kDims, grad, self, padding);
   }
   static Tensor& backwardOut(const Tensor& grad, const Tensor& self,
                              c10::SymIntArrayRef padding, Tensor& grad_input) {
-    return into(grad_input, padBackward(kMode, kDims, grad, self, padding));
+    return resultInto(grad_input, padBackward(kMode, kDims, grad, self, padding));
   }
 };
 

@@ -10,7 +10,6 @@
 // kernel reads and writes one dtype. Results are computed into a fresh
 // contiguous tensor; out= variants copy it into out.
 #include <ATen/WrapDimUtils.h>
-#include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
 #include <ATen/ops/where.h>
@@ -186,11 +185,6 @@ void launchSplitLine(const char* op, c10::ScalarType dtype, const Plan& p, const
 }
 
 /// out (if defined) receives result: resized, and cast if its dtype differs.
-Tensor& into(Tensor& out, const Tensor& result) {
-  at::native::resize_output(out, result.sizes());
-  out.copy_(result);
-  return out;
-}
 
 /// kernel "<op>_<dtype>" over self cast to dtype; result of dtype.
 Tensor reduceAs(const char* op, const Tensor& self, DimList dims, bool keepdim,
@@ -373,7 +367,7 @@ std::vector<int64_t> oneDim(int64_t dim) { return {dim}; }
     return scanOp(NAME, self, dim, dtype);                                                 \
   });                                                                                      \
   m.impl(NAME ".out", [](const Tensor& self, int64_t dim, ST dtype, Tensor& out) -> Tensor& {\
-    return into(out, scanOp(NAME, self, dim, dtype, out));                                 \
+    return resultInto(out, scanOp(NAME, self, dim, dtype, out));                                 \
   });                                                                                      \
   m.impl(NAME "_", [](Tensor& self, int64_t dim, ST dtype) -> Tensor& {                    \
     return self.copy_(scanOp(NAME, self, dim, dtype, self));                               \
@@ -387,14 +381,14 @@ MAIA_NATIVE_KERNELS(m) {
   });
   m.impl("sum.IntList_out", [](const Tensor& self, DimList dim, bool keepdim, ST dtype,
                                Tensor& out) -> Tensor& {
-    return into(out, sumOp(self, dim, keepdim, dtype, out));
+    return resultInto(out, sumOp(self, dim, keepdim, dtype, out));
   });
   m.impl("mean.dim", [](const Tensor& self, DimList dim, bool keepdim, ST dtype) {
     return meanOp(self, dim, keepdim, dtype);
   });
   m.impl("mean.out", [](const Tensor& self, DimList dim, bool keepdim, ST dtype,
                         Tensor& out) -> Tensor& {
-    return into(out, meanOp(self, dim, keepdim, dtype, out));
+    return resultInto(out, meanOp(self, dim, keepdim, dtype, out));
   });
   m.impl("prod", [](const Tensor& self, ST dtype) {
     return prodOp(self, c10::IntArrayRef{}, false, dtype);
@@ -404,7 +398,7 @@ MAIA_NATIVE_KERNELS(m) {
   });
   m.impl("prod.int_out", [](const Tensor& self, int64_t dim, bool keepdim, ST dtype,
                             Tensor& out) -> Tensor& {
-    return into(out, prodOp(self, oneDim(dim), keepdim, dtype, out));
+    return resultInto(out, prodOp(self, oneDim(dim), keepdim, dtype, out));
   });
   // amax, amin, max, min
   m.impl("amax", [](const Tensor& self, c10::IntArrayRef dim, bool keepdim) {
@@ -412,22 +406,22 @@ MAIA_NATIVE_KERNELS(m) {
   });
   m.impl("amax.out", [](const Tensor& self, c10::IntArrayRef dim, bool keepdim,
                         Tensor& out) -> Tensor& {
-    return into(out, extreme("amax", self, dim, keepdim));
+    return resultInto(out, extreme("amax", self, dim, keepdim));
   });
   m.impl("amin", [](const Tensor& self, c10::IntArrayRef dim, bool keepdim) {
     return extreme("amin", self, dim, keepdim);
   });
   m.impl("amin.out", [](const Tensor& self, c10::IntArrayRef dim, bool keepdim,
                         Tensor& out) -> Tensor& {
-    return into(out, extreme("amin", self, dim, keepdim));
+    return resultInto(out, extreme("amin", self, dim, keepdim));
   });
   m.impl("max", [](const Tensor& self) { return extremeAll(true, self); });
   m.impl("min", [](const Tensor& self) { return extremeAll(false, self); });
   m.impl("max.unary_out", [](const Tensor& self, Tensor& out) -> Tensor& {
-    return into(out, extremeAll(true, self));
+    return resultInto(out, extremeAll(true, self));
   });
   m.impl("min.unary_out", [](const Tensor& self, Tensor& out) -> Tensor& {
-    return into(out, extremeAll(false, self));
+    return resultInto(out, extremeAll(false, self));
   });
   m.impl("max.dim", [](const Tensor& self, int64_t dim, bool keepdim) {
     return withIndex(true, "max", self, dim, keepdim);
@@ -438,15 +432,15 @@ MAIA_NATIVE_KERNELS(m) {
   m.impl("max.dim_max", [](const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
                            Tensor& indices) -> std::tuple<Tensor&, Tensor&> {
     auto [v, i] = withIndex(true, "max", self, dim, keepdim);
-    into(values, v);
-    into(indices, i);
+    resultInto(values, v);
+    resultInto(indices, i);
     return {values, indices};
   });
   m.impl("min.dim_min", [](const Tensor& self, int64_t dim, bool keepdim, Tensor& values,
                            Tensor& indices) -> std::tuple<Tensor&, Tensor&> {
     auto [v, i] = withIndex(false, "min", self, dim, keepdim);
-    into(values, v);
-    into(indices, i);
+    resultInto(values, v);
+    resultInto(indices, i);
     return {values, indices};
   });
   m.impl("argmax", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
@@ -454,14 +448,14 @@ MAIA_NATIVE_KERNELS(m) {
   });
   m.impl("argmax.out", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim,
                           Tensor& out) -> Tensor& {
-    return into(out, std::get<1>(withIndex(true, "argmax", self, dim, keepdim)));
+    return resultInto(out, std::get<1>(withIndex(true, "argmax", self, dim, keepdim)));
   });
   m.impl("argmin", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
     return std::get<1>(withIndex(false, "argmin", self, dim, keepdim));
   });
   m.impl("argmin.out", [](const Tensor& self, std::optional<int64_t> dim, bool keepdim,
                           Tensor& out) -> Tensor& {
-    return into(out, std::get<1>(withIndex(false, "argmin", self, dim, keepdim)));
+    return resultInto(out, std::get<1>(withIndex(false, "argmin", self, dim, keepdim)));
   });
   // var, std
   m.impl("var.correction", [](const Tensor& self, DimList dim,
@@ -471,7 +465,7 @@ MAIA_NATIVE_KERNELS(m) {
   m.impl("var.correction_out", [](const Tensor& self, DimList dim,
                                   const std::optional<at::Scalar>& correction, bool keepdim,
                                   Tensor& out) -> Tensor& {
-    return into(out, std::get<0>(moments(false, self, dim, correction, keepdim)));
+    return resultInto(out, std::get<0>(moments(false, self, dim, correction, keepdim)));
   });
   m.impl("std.correction", [](const Tensor& self, DimList dim,
                               const std::optional<at::Scalar>& correction, bool keepdim) {
@@ -480,7 +474,7 @@ MAIA_NATIVE_KERNELS(m) {
   m.impl("std.correction_out", [](const Tensor& self, DimList dim,
                                   const std::optional<at::Scalar>& correction, bool keepdim,
                                   Tensor& out) -> Tensor& {
-    return into(out, std::get<0>(moments(true, self, dim, correction, keepdim)));
+    return resultInto(out, std::get<0>(moments(true, self, dim, correction, keepdim)));
   });
   m.impl("var_mean.correction", [](const Tensor& self, DimList dim,
                                    const std::optional<at::Scalar>& correction, bool keepdim) {
@@ -497,7 +491,7 @@ MAIA_NATIVE_KERNELS(m) {
   });
   m.impl("linalg_vector_norm.out", [](const Tensor& self, const at::Scalar& ord, DimList dim,
                                       bool keepdim, ST dtype, Tensor& out) -> Tensor& {
-    return into(out, vectorNorm(self, ord, dim, keepdim, dtype));
+    return resultInto(out, vectorNorm(self, ord, dim, keepdim, dtype));
   });
   // any, all
   m.impl("any", [](const Tensor& self) { return anyAll(true, self, std::nullopt, false); });
@@ -523,24 +517,24 @@ MAIA_NATIVE_KERNELS(m) {
     return anyAll(false, self, dim, keepdim);
   });
   m.impl("any.all_out", [](const Tensor& self, Tensor& out) -> Tensor& {
-    return into(out, anyAll(true, self, std::nullopt, false));
+    return resultInto(out, anyAll(true, self, std::nullopt, false));
   });
   m.impl("all.all_out", [](const Tensor& self, Tensor& out) -> Tensor& {
-    return into(out, anyAll(false, self, std::nullopt, false));
+    return resultInto(out, anyAll(false, self, std::nullopt, false));
   });
   m.impl("any.out", [](const Tensor& self, int64_t dim, bool keepdim, Tensor& out) -> Tensor& {
-    return into(out, anyAll(true, self, oneDim(dim), keepdim));
+    return resultInto(out, anyAll(true, self, oneDim(dim), keepdim));
   });
   m.impl("all.out", [](const Tensor& self, int64_t dim, bool keepdim, Tensor& out) -> Tensor& {
-    return into(out, anyAll(false, self, oneDim(dim), keepdim));
+    return resultInto(out, anyAll(false, self, oneDim(dim), keepdim));
   });
   m.impl("any.dims_out", [](const Tensor& self, DimList dim, bool keepdim,
                             Tensor& out) -> Tensor& {
-    return into(out, anyAll(true, self, dim, keepdim));
+    return resultInto(out, anyAll(true, self, dim, keepdim));
   });
   m.impl("all.dims_out", [](const Tensor& self, DimList dim, bool keepdim,
                             Tensor& out) -> Tensor& {
-    return into(out, anyAll(false, self, dim, keepdim));
+    return resultInto(out, anyAll(false, self, dim, keepdim));
   });
   // nansum: a sum with NaN read as zero (integers have none).
   m.impl("nansum", [](const Tensor& self, DimList dim, bool keepdim, ST dtype) {
@@ -548,19 +542,19 @@ MAIA_NATIVE_KERNELS(m) {
   });
   m.impl("nansum.out", [](const Tensor& self, DimList dim, bool keepdim, ST dtype,
                           Tensor& out) -> Tensor& {
-    return into(out, sumOp(withoutNan(self), dim, keepdim, dtype));
+    return resultInto(out, sumOp(withoutNan(self), dim, keepdim, dtype));
   });
   MAIA_SCAN("cumsum");
   MAIA_SCAN("cumprod");
   // The legacy norm (dist, triplet losses): linalg_vector_norm, p = 2 by default.
   m.impl("norm.out", [](const Tensor& self, const std::optional<at::Scalar>& p, IntList dim,
                         bool keepdim, Tensor& out) -> Tensor& {
-    return into(out, vectorNorm(self, p.value_or(2.0), dim, keepdim, std::nullopt));
+    return resultInto(out, vectorNorm(self, p.value_or(2.0), dim, keepdim, std::nullopt));
   });
   m.impl("norm.dtype_out", [](const Tensor& self, const std::optional<at::Scalar>& p,
                               IntList dim, bool keepdim, c10::ScalarType dtype,
                               Tensor& out) -> Tensor& {
-    return into(out, vectorNorm(self, p.value_or(2.0), dim, keepdim, dtype));
+    return resultInto(out, vectorNorm(self, p.value_or(2.0), dim, keepdim, dtype));
   });
 }
 

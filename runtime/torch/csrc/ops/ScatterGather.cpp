@@ -10,7 +10,6 @@
 // the kernel, not checked on the host (docs/torch.md, "Native kernels").
 #include <ATen/Dispatch.h>
 #include <ATen/WrapDimUtils.h>
-#include <ATen/native/Resize.h>
 #include <ATen/native/ScatterGatherChecks.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/full.h>
@@ -28,6 +27,7 @@
 #include "ops/EagerKernels.h"
 #include "ops/Fallback.h"
 #include "ops/HostRouting.h"
+#include "ops/MaiaOps.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -174,9 +174,7 @@ Tensor& indexReduceInto(Tensor& out, int64_t dim, const Tensor& index, const Ten
 
 /// out (resized) holding a copy of self, for the out= variants.
 Tensor& copyOfSelf(const Tensor& self, Tensor& out) {
-  at::native::resize_output(out, self.sizes());
-  if (!out.is_same(self)) out.copy_(self);
-  return out;
+  return out.is_same(self) ? out : resultInto(out, self);
 }
 
 MAIA_NATIVE_KERNELS(m) {
