@@ -35,6 +35,15 @@ class MaiaScheduling(ConvTemplateScheduling, GemmTemplateScheduling, SIMDSchedul
     def __init__(self, scheduler) -> None:
         super().__init__(scheduler)
 
+    def codegen_node(self, node) -> None:
+        # SIMDScheduling's, minus the memory-coalescing analysis that only
+        # feeds Triton's block-tiling choice: maia has no tiling to choose
+        # (get_tiling_and_scores ignores it), and the analysis asserts on
+        # ranges it cannot split (max_pool3d with dynamic shapes).
+        nodes = [n for n in node.get_nodes() if n.get_name() not in self.scheduler.removed_ops]
+        if nodes:
+            self._codegen_nodes(nodes, None)
+
     @classmethod
     def get_tiling_and_scores(cls, node_schedule, numel, reduction_numel=sympy.S.One,
                               coalesce_analysis=None):

@@ -117,3 +117,14 @@ def test_bf16_sum_accumulates_in_f32():
 def test_large_reduction_over_many_programs():
     assert_compiled_matches(lambda x: x.sum(-1), torch.randn(512, 2049), atol=1e-3)
     assert_compiled_matches(lambda x: x.sum(), torch.randn(1_000_003), atol=1e-2, rtol=1e-4)
+
+
+def test_max_pool3d_with_indices_under_dynamic_shapes():
+    # Window sizes that divide the dynamic extents (s//3): Inductor's
+    # memory-coalescing analysis for Triton tiling cannot split these ranges
+    # and asserted; maia has no tiling and does not run it.
+    def fn(x):
+        return F.max_pool3d(x, 3, return_indices=True)
+
+    assert_compiled_matches(fn, torch.randn(1, 2, 3, 6, 5), dynamic=True)
+    assert_compiled_matches(fn, torch.randn(2, 3, 7, 6, 9), dynamic=True)
