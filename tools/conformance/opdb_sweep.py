@@ -395,17 +395,27 @@ def _unless_upstream(op, sample, mode, expected, tolerances, failure: dict) -> d
             "detail": f"Inductor CPU fails too ({cpu}); maia: {failure['detail']}"}
 
 
+def _latest_records(paths) -> list[dict]:
+    """The records of all files, one per (op, variant, dtype, mode): a later
+    file or line replaces an earlier one (a re-run of some ops after a full
+    run)."""
+    latest = {}
+    for path in paths:
+        for line in open(path):
+            r = json.loads(line)
+            latest[(r["op"], r["variant"], r["dtype"], r["mode"])] = r
+    return list(latest.values())
+
+
 def summarize(paths):
     """A markdown table: op, then per mode the verdict counts over dtypes,
     then the first non-native detail."""
     rows = collections.defaultdict(dict)
     totals = collections.defaultdict(collections.Counter)
-    for path in paths:
-        for line in open(path):
-            r = json.loads(line)
-            name = f"{r['op']}.{r['variant']}".rstrip(".")
-            rows[name][(r["mode"], r["dtype"])] = r
-            totals[r["mode"]][r["verdict"]] += 1
+    for r in _latest_records(paths):
+        name = f"{r['op']}.{r['variant']}".rstrip(".")
+        rows[name][(r["mode"], r["dtype"])] = r
+        totals[r["mode"]][r["verdict"]] += 1
     print("| mode | " + " | ".join(sorted({v for c in totals.values() for v in c})) + " |")
     for mode, counter in totals.items():
         print(f"| {mode} | " + " | ".join(str(counter[v]) for v in
@@ -430,12 +440,10 @@ def per_op_table(paths) -> str:
     ops = collections.defaultdict(lambda: collections.defaultdict(list))
     totals = collections.defaultdict(collections.Counter)
     host_only = set()
-    for path in paths:
-        for line in open(path):
-            r = json.loads(line)
-            name = f"{r['op']}.{r['variant']}".rstrip(".")
-            ops[(name, r["mode"])][r["verdict"]].append(r)
-            totals[r["mode"]][r["verdict"]] += 1
+    for r in _latest_records(paths):
+        name = f"{r['op']}.{r['variant']}".rstrip(".")
+        ops[(name, r["mode"])][r["verdict"]].append(r)
+        totals[r["mode"]][r["verdict"]] += 1
     for (name, mode), verdicts in ops.items():
         if mode == "eager" and "fallback" in verdicts and "native" not in verdicts:
             host_only.add(name)
