@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import functools
 import json
 import os
 import re
@@ -320,13 +321,17 @@ def sweep(args):
                     os.execv(sys.executable, [sys.executable, *sys.argv])
 
 
+def _record_key(record: dict) -> tuple:
+    """What one record is about: one verdict per (op, variant, dtype, mode)."""
+    return record["op"], record["variant"], record["dtype"], record["mode"]
+
+
 def _recorded(jsonl: str | None) -> set:
-    """(op, variant, dtype, mode) of the records an earlier run left in jsonl."""
+    """The keys of the records an earlier run left in jsonl."""
     if not jsonl or not os.path.exists(jsonl):
         return set()
     with open(jsonl) as records:
-        return {(r["op"], r["variant"], r["dtype"], r["mode"])
-                for r in map(json.loads, records)}
+        return {_record_key(r) for r in map(json.loads, records)}
 
 
 def _squeezed_pointwise_of_dynamic_extent(x):
@@ -354,12 +359,11 @@ UPSTREAM_REPRODUCERS = {
 }
 
 
-def _upstream_reproducer_fails(op, mode, failure: dict) -> str | None:
-    """The error of the known reproducer on Inductor CPU, if it fails the
-    way maia failed."""
-    if (op.name, mode) not in UPSTREAM_REPRODUCERS:
-        return None
-    program, make_input, why = UPSTREAM_REPRODUCERS[(op.name, mode)]
+@functools.cache
+def _reproducer_error(key: tuple) -> str | None:
+    """Inductor CPU's error on the known reproducer of key, None if it
+    passes; the same for every dtype of the op, so computed once."""
+    program, make_input, _ = UPSTREAM_REPRODUCERS[key]
     torch._dynamo.reset()
     try:
         torch.compile(program, dynamic=True)(make_input())
@@ -367,9 +371,19 @@ def _upstream_reproducer_fails(op, mode, failure: dict) -> str | None:
     except Timeout:
         raise
     except Exception as error:
-        cpu = f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
-    return f"{why}; Inductor CPU fails a minimal program of it ({cpu})" \
-        if cpu in failure["detail"] else None
+        return f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"
+
+
+def _upstream_reproducer_fails(op, mode, failure: dict) -> str | None:
+    """Why the failure is upstream, if the known reproducer of (op, mode)
+    fails on Inductor CPU the way maia failed."""
+    key = (op.name, mode)
+    if key not in UPSTREAM_REPRODUCERS:
+        return None
+    cpu = _reproducer_error(key)
+    if cpu is None or cpu not in failure["detail"]:
+        return None
+    return f"{UPSTREAM_REPRODUCERS[key][2]}; Inductor CPU fails a minimal program of it ({cpu})"
 
 
 def _unless_upstream(op, sample, mode, expected, tolerances, failure: dict) -> dict:
@@ -403,7 +417,7 @@ def _latest_records(paths) -> list[dict]:
     for path in paths:
         for line in open(path):
             r = json.loads(line)
-            latest[(r["op"], r["variant"], r["dtype"], r["mode"])] = r
+            latest[_record_key(r)] = r
     return list(latest.values())
 
 

@@ -184,8 +184,6 @@ void launchSplitLine(const char* op, c10::ScalarType dtype, const Plan& p, const
            ref);
 }
 
-/// out (if defined) receives result: resized, and cast if its dtype differs.
-
 /// kernel "<op>_<dtype>" over self cast to dtype; result of dtype.
 Tensor reduceAs(const char* op, const Tensor& self, DimList dims, bool keepdim,
                 c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> scalars = {}) {
@@ -367,7 +365,7 @@ std::vector<int64_t> oneDim(int64_t dim) { return {dim}; }
     return scanOp(NAME, self, dim, dtype);                                                 \
   });                                                                                      \
   m.impl(NAME ".out", [](const Tensor& self, int64_t dim, ST dtype, Tensor& out) -> Tensor& {\
-    return resultInto(out, scanOp(NAME, self, dim, dtype, out));                                 \
+    return resultInto(out, scanOp(NAME, self, dim, dtype, out));                           \
   });                                                                                      \
   m.impl(NAME "_", [](Tensor& self, int64_t dim, ST dtype) -> Tensor& {                    \
     return self.copy_(scanOp(NAME, self, dim, dtype, self));                               \
