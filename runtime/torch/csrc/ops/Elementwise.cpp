@@ -20,6 +20,7 @@
 
 #include "MaiaCheck.h"
 #include "ops/EagerKernels.h"
+#include "ops/ElementwiseLaunch.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 #include "ops/OpUtils.h"
@@ -29,163 +30,12 @@ namespace {
 
 using at::Tensor;
 
-enum class Result {
-  Common,         // the common dtype of the inputs
-  Bool,           // comparisons and logical operators
-  FloatOnly,      // integer inputs are promoted to the default float dtype
-  Real,           // complex inputs give their real dtype (abs)
-  FloatReal,      // FloatOnly, and complex inputs give their real dtype (angle)
-};
-
-c10::ScalarType defaultFloat() { return c10::typeMetaToScalarType(at::get_default_dtype()); }
-
-/// t as a maia tensor of dtype on ref's device: casts on the device, and
-/// turns a CPU scalar into a 0-dim maia tensor filled on the stream.
-/// t itself (borrowed, see castTo) when it is already a maia tensor of dtype.
-c10::MaybeOwned<Tensor> onDevice(const Tensor& t, const Tensor& ref, c10::ScalarType dtype) {
-  if (t.device().is_cpu()) {
-    TORCH_CHECK(t.dim() == 0, "Expected all tensors to be on the same device, but found at "
-                "least two devices, ", ref.device(), " and cpu! (only 0-dim CPU tensors mix "
-                "with maia tensors)");
-    Tensor scalar = at::empty({}, ref.options().dtype(dtype));
-    fill(scalar, t.item());
-    return c10::MaybeOwned<Tensor>::owned(std::move(scalar));
-  }
-  return castTo(t, dtype);
-}
-
-/// The maia operand among a, b (a CPU scalar cannot decide the device).
-const Tensor& deviceOperand(const Tensor& a, const Tensor& b) {
-  return a.device().is_privateuseone() ? a : b;
-}
-
-/// Input tensors by reference (see onDevice: no copies of Python's tensors).
-using TensorRefs = std::initializer_list<std::reference_wrapper<const Tensor>>;
-
-/// Whether inputs and out (if defined) can skip the TensorIterator: all
-/// contiguous on one device with one shape (0-dim inputs broadcast), out not
-/// partially overlapping an input. The common case of small eager ops, where
-/// building a TensorIterator costs more than the launch.
-bool isDenseCase(const Tensor& out, TensorRefs inputs, c10::IntArrayRef* shape) {
-  const Tensor* ref = nullptr;
-  for (const Tensor& t : inputs) {
-    if (!t.is_contiguous()) return false;
-    if (t.dim() == 0) continue;
-    if (ref != nullptr && (t.sizes() != ref->sizes() || t.device() != ref->device())) return false;
-    ref = &t;
-  }
-  if (ref == nullptr) ref = &inputs.begin()->get();  // all 0-dim
-  for (const Tensor& t : inputs)
-    if (t.device() != ref->device()) return false;
-  *shape = ref->sizes();
-  if (!out.defined()) return true;
-  if (!out.is_contiguous() || out.sizes() != *shape || out.device() != ref->device())
-    return false;
-  for (const Tensor& t : inputs)
-    if (at::get_overlap_status(out, t) == at::MemOverlapStatus::Partial) return false;
-  return true;
-}
-
-/// Refuses an out= (or in-place) result of a dtype result cannot cast to.
-void checkOutputCast(c10::ScalarType result, const Tensor& out) {
-  TORCH_CHECK(!out.defined() || c10::canCast(result, out.scalar_type()), "result type ", result,
-              " can't be cast to the desired output type ", out.scalar_type());
-}
-
-/// Runs kernel writing out (resized to the broadcast shape); when out's
-/// dtype differs from result_dtype, writes a temporary and casts.
-Tensor& launchInto(Tensor& out, c10::ScalarType result_dtype, maiaKernel_t kernel,
-                   TensorRefs inputs,
-                   c10::ArrayRef<maiaKernelArg> scalars = {}) {
-  if (out.defined() && out.scalar_type() != result_dtype) {
-    checkOutputCast(result_dtype, out);
-    Tensor result;
-    launchInto(result, result_dtype, kernel, inputs, scalars);
-    at::native::resize_output(out, result.sizes());
-    out.copy_(result);
-    return out;
-  }
-  c10::IntArrayRef shape;
-  if (isDenseCase(out, inputs, &shape)) {
-    if (!out.defined())
-      out = newEmpty(shape, inputs.begin()->get().options().dtype(result_dtype));
-    std::array<const Tensor*, 4> operands;
-    size_t count = 0;
-    operands[count++] = &out;
-    for (const Tensor& t : inputs) operands[count++] = &t;
-    launchDense(kernel, c10::ArrayRef<const Tensor*>(operands.data(), count), out.numel(),
-                scalars);
-    return out;
-  }
-  if (!out.defined()) out = newEmpty({0}, inputs.begin()->get().options().dtype(result_dtype));
-  at::TensorIteratorConfig config;
-  config.set_check_mem_overlap(true).check_all_same_dtype(false).add_output(out);
-  for (const Tensor& input : inputs) config.add_const_input(input);
-  at::TensorIterator iter = config.build();
-  launchElementwise(kernel, iter, scalars);
-  return out;
-}
-
-/// An in-place result (out is self) keeps its shape: the other operands
-/// must broadcast to it, as ATen checks. (launchInto would resize a
-/// result it writes through a cast, as for out=.)
-void checkInPlaceShape(const Tensor& self, const Tensor& out, TensorRefs others) {
-  if (!out.is_same(self)) return;
-  at::DimVector shape(self.sizes());
-  for (const Tensor& t : others) shape = at::infer_size_dimvector(shape, t.sizes());
-  TORCH_CHECK(c10::IntArrayRef(shape) == self.sizes(), "output with shape ", self.sizes(),
-              " doesn't match the broadcast shape ", c10::IntArrayRef(shape));
-}
-
-Tensor& binaryOut(const char* op, Result result, const Tensor& a, const Tensor& b, Tensor& out,
-                  c10::ArrayRef<maiaKernelArg> scalars = {}) {
-  checkInPlaceShape(a, out, {b});
-  c10::ScalarType common = at::native::result_type(a, b);
-  if (result == Result::FloatOnly && c10::isIntegralType(common, /*includeBool=*/true))
-    common = defaultFloat();
-  const Tensor& ref = deviceOperand(a, b);
-  c10::MaybeOwned<Tensor> x = onDevice(a, ref, common), y = onDevice(b, ref, common);
-  c10::ScalarType result_dtype = result == Result::Bool ? c10::ScalarType::Bool : common;
-  return launchInto(out, result_dtype, eagerKernel(op, common), {*x, *y}, scalars);
-}
-
-Tensor& unaryOut(const char* op, Result result, const Tensor& self, Tensor& out,
-                 c10::ArrayRef<maiaKernelArg> scalars = {}) {
-  c10::ScalarType common = self.scalar_type();
-  const bool to_real = result == Result::Real || result == Result::FloatReal;
-  if ((result == Result::FloatOnly || result == Result::FloatReal) &&
-      c10::isIntegralType(common, /*includeBool=*/true))
-    common = defaultFloat();
-  TORCH_CHECK(!(to_real && c10::isComplexType(common) && out.is_same(self)), "In-place ", op,
-              " is not supported for complex tensors.");
-  c10::MaybeOwned<Tensor> x = onDevice(self, self, common);
-  c10::ScalarType result_dtype = result == Result::Bool ? c10::ScalarType::Bool
-                                 : to_real              ? c10::toRealValueType(common)
-                                                        : common;
-  return launchInto(out, result_dtype, eagerKernel(op, common), {*x}, scalars);
-}
-
 /// conj_physical: the conjugate of a complex tensor, a copy of any other.
 Tensor& conjPhysicalOut(const Tensor& self, Tensor& out) {
   if (self.is_complex()) return unaryOut("conj", Result::Common, self, out);
   if (out.is_same(self)) return out;
   at::native::resize_output(out, self.sizes());
   return out.copy_(self);
-}
-
-maiaKernelArg alphaArg(const at::Scalar& alpha, c10::ScalarType dtype, bool negate) {
-  maiaKernelArg arg{};
-  arg.kind = maiaArgScalar;
-  if (c10::isFloatingType(dtype)) {
-    arg.dtype = maiaDtypeF64;
-    arg.scalar.f = negate ? -alpha.toDouble() : alpha.toDouble();
-  } else {
-    TORCH_CHECK(dtype != c10::ScalarType::Bool || !negate,
-                "subtraction, the - operator, with two bool tensors is not supported");
-    arg.dtype = maiaDtypeI64;
-    arg.scalar.i = negate ? -alpha.toLong() : alpha.toLong();
-  }
-  return arg;
 }
 
 Tensor& addOut(const Tensor& a, const Tensor& b, const at::Scalar& alpha, Tensor& out,
@@ -401,20 +251,6 @@ Tensor& isInfOutVariant(const Tensor& self, Tensor& out) {
 
 // ---------------------------------------------------------------- activations
 
-/// Up to three scalars as f64 kernel arguments: the parameters of the
-/// floating-only kernels (the kernel converts them to its compute type).
-class FloatArgs {
- public:
-  FloatArgs(std::initializer_list<at::Scalar> values) {
-    for (const at::Scalar& value : values) args_[size_++] = alphaArg(value, at::kDouble, false);
-  }
-  operator c10::ArrayRef<maiaKernelArg>() const { return {args_.data(), size_}; }
-
- private:
-  std::array<maiaKernelArg, 3> args_{};
-  size_t size_ = 0;
-};
-
 /// An activation of floating tensors with parameters (the CPU has no
 /// integer kernels for them either).
 Tensor& activationOut(const char* op, const Tensor& self, Tensor& out, FloatArgs params = {}) {
@@ -470,24 +306,6 @@ std::tuple<Tensor&, Tensor&> logSigmoidForward(const Tensor& self, Tensor& out, 
   return {out, buffer};
 }
 
-/// The dtype type promotion gives a, b, c together.
-c10::ScalarType resultType(const Tensor& a, const Tensor& b, const Tensor& c) {
-  at::native::ResultTypeState state;
-  for (const Tensor& t : TensorRefs{a, b, c})
-    state = at::native::update_result_type_state(t, state);
-  return at::native::result_type(state);
-}
-
-/// out = f(a, b, c) with scalars, in the common dtype of a, b, c.
-Tensor& ternaryOut(const char* op, c10::ScalarType common, const Tensor& a, const Tensor& b,
-                   const Tensor& c, Tensor& out, c10::ArrayRef<maiaKernelArg> scalars = {}) {
-  checkInPlaceShape(a, out, {b, c});
-  const Tensor& ref = a.device().is_privateuseone() ? a : deviceOperand(b, c);
-  c10::MaybeOwned<Tensor> x = onDevice(a, ref, common), y = onDevice(b, ref, common),
-                          z = onDevice(c, ref, common);
-  return launchInto(out, common, eagerKernel(op, common), {*x, *y, *z}, scalars);
-}
-
 /// addcmul/addcdiv: self + value * f(t1, t2); value in the common dtype's
 /// kind (integers: an int64 scalar). `divides`: f is t1 / t2 (addcdiv).
 Tensor& pointwiseOut(const char* op, bool divides, const Tensor& self, const Tensor& t1,
@@ -525,22 +343,6 @@ Tensor& lerpTensorOut(const Tensor& self, const Tensor& end, const Tensor& weigh
 
 // ---------------------------------------------------------------- registration
 
-#define MAIA_BINARY(NAME, KERNEL, RESULT) MAIA_BINARY_OUT(NAME, KERNEL, RESULT, ".out")
-
-/// OUT: the out variant's overload (".out", or ".Tensor_out" for ops that
-/// also have Scalar forms, e.g. bitwise_and).
-#define MAIA_BINARY_OUT(NAME, KERNEL, RESULT, OUT)                                         \
-  m.impl(NAME ".Tensor", [](const Tensor& a, const Tensor& b) {                            \
-    Tensor out;                                                                            \
-    return binaryOut(KERNEL, RESULT, a, b, out);                                           \
-  });                                                                                      \
-  m.impl(NAME "_.Tensor", [](Tensor& a, const Tensor& b) -> Tensor& {                       \
-    return binaryOut(KERNEL, RESULT, a, b, a);                                             \
-  });                                                                                      \
-  m.impl(NAME OUT, [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {          \
-    return binaryOut(KERNEL, RESULT, a, b, out);                                           \
-  })
-
 #define MAIA_COMPARISON(NAME)                                                              \
   m.impl(NAME ".Tensor", [](const Tensor& a, const Tensor& b) {                            \
     Tensor out;                                                                            \
@@ -564,28 +366,6 @@ Tensor& lerpTensorOut(const Tensor& self, const Tensor& end, const Tensor& weigh
   m.impl(NAME "_.Scalar", [](Tensor& a, const at::Scalar& b) -> Tensor& {                   \
     Tensor out;                                                                            \
     return a.copy_(binaryOut(NAME, Result::Bool, a, scalarTensor(b), out));                \
-  })
-
-#define MAIA_PLAIN_BINARY(NAME, RESULT)                                                    \
-  m.impl(NAME, [](const Tensor& a, const Tensor& b) {                                      \
-    Tensor out;                                                                            \
-    return binaryOut(NAME, RESULT, a, b, out);                                             \
-  });                                                                                      \
-  m.impl(NAME ".out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {        \
-    return binaryOut(NAME, RESULT, a, b, out);                                             \
-  })
-
-#define MAIA_UNARY(NAME, RESULT) MAIA_UNARY_KERNEL(NAME, NAME, RESULT)
-
-/// NAME, NAME_ and NAME.out computed by the unary KERNEL.
-#define MAIA_UNARY_KERNEL(NAME, KERNEL, RESULT)                                            \
-  m.impl(NAME, [](const Tensor& a) {                                                       \
-    Tensor out;                                                                            \
-    return unaryOut(KERNEL, RESULT, a, out);                                               \
-  });                                                                                      \
-  m.impl(NAME "_", [](Tensor& a) -> Tensor& { return unaryOut(KERNEL, RESULT, a, a); });    \
-  m.impl(NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {                         \
-    return unaryOut(KERNEL, RESULT, a, out);                                               \
   })
 
 /// clamp_min/clamp_max: the Scalar forms are clamp with one bound, the Tensor
