@@ -25,7 +25,7 @@ NATIVE = [
     ("std", "unbiased"), ("var_mean", ""), ("var_mean", "unbiased"), ("std_mean", ""),
     ("std_mean", "unbiased"), ("linalg.vector_norm", ""), ("norm", ""), ("norm", "fro"),
     ("norm", "inf"), ("any", ""), ("all", ""), ("cumsum", ""), ("cumprod", ""), ("dist", ""),
-    ("nansum", ""), ("nanmean", ""),
+    ("nansum", ""), ("nanmean", ""), ("cummax", ""), ("cummin", ""),
 ]
 # norm.nuc is the nuclear norm (a sum of singular values from svd), not a vector norm:
 # it does not go through linalg_vector_norm and stays on the host fallback.
@@ -307,3 +307,28 @@ def test_scans_inplace_and_dims(scan):
     m = x.to("maia").contiguous()
     getattr(m, scan + "_")(1)
     torch.testing.assert_close(m.cpu(), getattr(x, scan)(1))
+
+
+@pytest.mark.parametrize("scan", ["cummax", "cummin"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_cummax_cummin_ties_nans_dims_and_out(scan, dtype):
+    """Ties take the later index, a NaN is kept until the next NaN (as on the CPU), every dim of
+    a strided input with rows longer than a block, and out= tensors that are not contiguous."""
+    torch.manual_seed(0)
+    x = torch.randint(-3, 4, (40, 7, 33)).to(dtype).transpose(0, 2)
+    if dtype.is_floating_point:
+        x[5, 2, ::3] = float("nan")
+        x[9, 4, 1::5] = float("nan")
+    before = torch.maia.fallback_counts()
+    for d in range(-3, 3):
+        values, indices = getattr(x.to("maia"), scan)(d)
+        expected = getattr(x, scan)(d)
+        torch.testing.assert_close(values.cpu(), expected.values, equal_nan=True)
+        torch.testing.assert_close(indices.cpu(), expected.indices)
+    forbid_fallback(before, scan)
+    values = torch.empty(33, 7, 80, dtype=dtype, device="maia")[..., ::2]
+    indices = torch.empty(33, 7, 80, dtype=torch.long, device="maia")[..., ::2]
+    getattr(torch, scan)(x.to("maia"), 1, out=(values, indices))
+    expected = getattr(x, scan)(1)
+    torch.testing.assert_close(values.cpu(), expected.values, equal_nan=True)
+    torch.testing.assert_close(indices.cpu(), expected.indices)

@@ -10,6 +10,7 @@ with runtime/torch/csrc/ops/Reduction.cpp (see reduce.h for the loops):
     argmax_<dt>, argmin_<dt>      (values, int64 indices, in)
     moments_<dt>                  (var or std, mean, in, correction, take_sqrt)
     cumsum_<dt>, cumprod_<dt>     (out [outer, n, inner], in)
+    cummax_<dt>, cummin_<dt>      (values, int64 indices [outer, n, inner], in)
 The input and the output have the same dtype (the caller casts first); any
 and all write bool (uint8 for uint8 input, as PyTorch)."""
 
@@ -48,6 +49,9 @@ def main(out_dir, isa):
         for op, is_max in (("argmax", "true"), ("argmin", "false")):
             add(f"{op}_{name}", [memref(meta, 2), memref("i64", 2), memref(meta, 3)],
                 f"reduceWithIndex<{t}, {is_max}>(args, grid);")
+        for op, is_max in (("cummax", "true"), ("cummin", "false")):
+            add(f"{op}_{name}", [memref(meta, 3), memref("i64", 3), memref(meta, 3)],
+                f"scanWithIndex<{t}, {is_max}>(args, grid);")
         out_t, out_m = ("uint8_t", "ui8") if name == "u8" else ("bool", "i1")
         for op, is_any in (("any", "true"), ("all", "false")):
             add(f"{op}_{name}", [memref(out_m, 2), memref(meta, 3)],

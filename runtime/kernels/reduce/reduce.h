@@ -396,6 +396,39 @@ void scan(void* const* args, const maia_grid_t* grid) {
   });
 }
 
+/// Running maximum (IsMax) or minimum along r with the index it was taken
+/// at (args: values [outer, n, inner], int64 indices, in), as the CPU's
+/// cummax/cummin: a NaN is taken and kept until the next NaN; ties take the
+/// later index (>= and <=).
+template <typename T, bool IsMax>
+void scanWithIndex(void* const* args, const maia_grid_t* grid) {
+  using C = compute_t<T>;
+  const auto& values = maia_kernel::memref<T, 3>(args, 0);
+  const auto& indices = maia_kernel::memref<int64_t, 3>(args, 1);
+  const auto& in = maia_kernel::memref<T, 3>(args, 2);
+  const int64_t n = in.sizes[1];
+  if (n == 0) return;
+  forEachBlock(grid, in.sizes[0], in.sizes[2], [&](int64_t o, int64_t j0, int64_t count) {
+    for (int64_t j = j0; j < j0 + count; ++j) {
+      const T* src = in.aligned + in.offset + o * in.strides[0] + j * in.strides[2];
+      T* dst = values.aligned + values.offset + o * values.strides[0] + j * values.strides[2];
+      int64_t* at = indices.aligned + indices.offset + o * indices.strides[0] +
+                    j * indices.strides[2];
+      C best = load(src[0]);
+      int64_t best_at = 0;
+      for (int64_t r = 0; r < n; ++r) {
+        const C x = load(src[r * in.strides[1]]);
+        if (isNan(x) || (!isNan(best) && (IsMax ? x >= best : x <= best))) {
+          best = x;
+          best_at = r;
+        }
+        dst[r * values.strides[1]] = store<T>(best);
+        at[r * indices.strides[1]] = best_at;
+      }
+    }
+  });
+}
+
 /// Dispatches the vector norm on p (args: out, in, p f64).
 template <typename T>
 void norm(void* const* args, const maia_grid_t* grid) {

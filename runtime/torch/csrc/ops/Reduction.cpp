@@ -1,6 +1,6 @@
 // Reductions on maia: sum, mean, prod, amax/amin, max/min (values and
 // indices), argmax/argmin, var/std (and var_mean/std_mean), vector norms,
-// any/all, cumsum and cumprod, computed by the reduce kernel binary on the current
+// any/all, cumsum, cumprod, cummax and cummin, computed by the reduce kernel binary on the current
 // stream (runtime/kernels/reduce).
 //
 // The input is viewed as [outer, n, inner] with the reduced dimensions in the
@@ -28,6 +28,7 @@
 #include "ops/EagerKernels.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -355,6 +356,29 @@ Tensor scanOp(const char* kernel, const Tensor& self, int64_t dim,
   return result;
 }
 
+/// _cummax_helper/_cummin_helper: values and indices already have self's
+/// shape (cummax's out= resizes them; self is neither 0-dim nor empty).
+void scanWithIndex(const char* kernel, const Tensor& self, Tensor& values, Tensor& indices,
+                   int64_t dim) {
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  Plan p;
+  p.outer = prod(self.sizes(), 0, d);
+  p.n = self.size(d);
+  p.inner = prod(self.sizes(), d + 1, self.dim());
+  p.viewInput(self);
+  const bool direct = values.is_contiguous() && indices.is_contiguous();
+  Tensor v = direct ? values : newEmpty(self.sizes(), values.options());
+  Tensor i = direct ? indices : newEmpty(self.sizes(), indices.options());
+  launch(kernel, self.scalar_type(),
+         {rowMajorMemref(v, {p.outer, p.n, p.inner}), rowMajorMemref(i, {p.outer, p.n, p.inner}),
+          p.input},
+         p, self);
+  if (!direct) {
+    values.copy_(v);
+    indices.copy_(i);
+  }
+}
+
 std::vector<int64_t> oneDim(int64_t dim) { return {dim}; }
 
 // ---------------------------------------------------------------- registration
@@ -544,6 +568,12 @@ MAIA_NATIVE_KERNELS(m) {
   });
   MAIA_SCAN("cumsum");
   MAIA_SCAN("cumprod");
+  m.impl("_cummax_helper", [](const Tensor& self, Tensor& values, Tensor& indices, int64_t dim) {
+    scanWithIndex("cummax", self, values, indices, dim);
+  });
+  m.impl("_cummin_helper", [](const Tensor& self, Tensor& values, Tensor& indices, int64_t dim) {
+    scanWithIndex("cummin", self, values, indices, dim);
+  });
   // The legacy norm (dist, triplet losses): linalg_vector_norm, p = 2 by default.
   m.impl("norm.out", [](const Tensor& self, const std::optional<at::Scalar>& p, IntList dim,
                         bool keepdim, Tensor& out) -> Tensor& {
