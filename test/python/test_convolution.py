@@ -1,5 +1,6 @@
-"""Convolution on maia: 1-D and 2-D on the device (im2col + GEMM), forward
-and backward, against the CPU; transposed convolutions on the host."""
+"""Convolution on maia: 1-D and 2-D, plain and transposed, on the device (im2col + GEMM,
+col2im), forward and backward, against the CPU; integer and 3-D convolutions, and transposed
+ones whose output padding is not below the stride, on the counted host path."""
 
 import pytest
 import torch
@@ -51,11 +52,55 @@ def test_half_precision_convolution():
         torch.testing.assert_close(actual.cpu().float(), expected, atol=5e-2, rtol=2e-2)
 
 
-def test_transposed_convolution_runs_on_the_host():
-    x, w = torch.randn(1, 4, 5, 5), torch.randn(4, 2, 3, 3)
+TRANSPOSED_CASES = [
+    ((1, 4, 5, 5), (4, 2, 3, 3), dict(stride=2)),
+    ((2, 6, 7, 6), (6, 2, 3, 2), dict(stride=(2, 3), padding=(1, 0), output_padding=(1, 2),
+                                      dilation=(2, 1), groups=3)),
+    ((2, 3, 4, 4), (3, 5, 4, 4), dict(stride=2, padding=1)),  # the DCGAN/U-Net upsampler
+    ((1, 8, 6, 6), (8, 1, 3, 3), dict(padding=1, groups=8)),  # depthwise
+    ((3, 5, 9), (5, 4, 4), dict(stride=3, padding=2, output_padding=1)),  # 1-D
+    ((0, 4, 5, 5), (4, 2, 3, 3), dict(stride=2)),  # no images
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("channels_last", [False, True])
+@pytest.mark.parametrize("input_shape,weight_shape,options", TRANSPOSED_CASES)
+def test_transposed_convolution_forward_and_backward_on_device(input_shape, weight_shape,
+                                                               options, channels_last, dtype):
+    conv = F.conv_transpose2d if len(input_shape) == 4 else F.conv_transpose1d
+    torch.manual_seed(0)
+    x = torch.randn(input_shape, dtype=dtype)
+    if channels_last and x.dim() == 4:
+        x = x.to(memory_format=torch.channels_last)
+    x.requires_grad_()
+    w = torch.randn(weight_shape, dtype=dtype, requires_grad=True)
+    b = torch.randn(weight_shape[1] * options.get("groups", 1), dtype=dtype, requires_grad=True)
+    y = conv(x, w, b, **options)
+    grad = torch.randn_like(y)
+    y.backward(grad)
+
     torch.maia.reset_fallback_counts()
-    actual = F.conv_transpose2d(x.to("maia"), w.to("maia"), stride=2)
-    torch.testing.assert_close(actual.cpu(), F.conv_transpose2d(x, w, stride=2), atol=1e-4,
+    xm, wm, bm = (t.detach().to("maia").requires_grad_() for t in (x, w, b))
+    ym = conv(xm, wm, bm, **options)
+    ym.backward(grad.to("maia"))
+    for actual, expected in [(ym, y), (xm.grad, x.grad), (wm.grad, w.grad), (bm.grad, b.grad)]:
+        torch.testing.assert_close(actual.cpu(), expected, atol=1e-4, rtol=1e-4)
+    # float64 products run on the host inside the GEMMs (no float64 device GEMM), counted
+    # under the operator that called them.
+    gemm_host_paths = {"aten::mm", "aten::convolution_overrideable"}
+    assert set(torch.maia.fallback_counts()) <= (gemm_host_paths if dtype == torch.float64
+                                                 else set())
+
+
+def test_transposed_convolution_with_output_padding_beyond_stride_runs_on_the_host():
+    # PyTorch allows an output padding below the dilation: not the input gradient of any
+    # convolution (that one would be shorter), so it takes the counted host path.
+    x, w = torch.randn(1, 4, 5, 5), torch.randn(4, 2, 3, 3)
+    options = dict(stride=1, dilation=2, output_padding=1)
+    torch.maia.reset_fallback_counts()
+    actual = F.conv_transpose2d(x.to("maia"), w.to("maia"), **options)
+    torch.testing.assert_close(actual.cpu(), F.conv_transpose2d(x, w, **options), atol=1e-4,
                                rtol=1e-4)
     assert torch.maia.fallback_counts() == {"aten::convolution_overrideable": 1}
 

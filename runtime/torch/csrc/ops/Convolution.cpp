@@ -11,7 +11,10 @@
 // group multiplies (the kernel broadcast over the images) straight into the
 // output in the layout PyTorch promises, accumulating onto the bias. The
 // backward is im2col + GEMM, and its col2im kernel folds the column
-// gradient back (runtime/kernels/nn/im2col.h). Transposed and 3-D
+// gradient back (runtime/kernels/nn/im2col.h). A transposed convolution is
+// the input gradient of the convolution with the same weight, so it runs on
+// the same kernels with the roles swapped (forward: GEMM + col2im; input
+// gradient: a convolution; weight gradient: im2col + GEMM). 3-D
 // convolutions compute on the host, counted and warned like any fallback.
 #include <ATen/native/ConvUtils.h>
 #include <ATen/ops/convolution.h>
@@ -91,17 +94,25 @@ struct Conv2d {
 
 };
 
-// The im2col/col2im kernels exist for the floating dtypes only: integer
-// convolutions (which the CPU has) take the counted host path.
-bool runsOnDevice(const Tensor& input, bool transposed) {
-  return !transposed && (input.dim() == 3 || input.dim() == 4) &&
-         at::isFloatingType(input.scalar_type());
-}
-
 // 1-D convolutions as 2-D ones of height 1.
 Tensor as2d(const Tensor& t) { return t.dim() == 3 ? t.unsqueeze(2) : t; }
 std::vector<int64_t> params2d(c10::IntArrayRef values, int64_t fill) {
   return values.size() == 1 ? std::vector<int64_t>{fill, values[0]} : values.vec();
+}
+
+// The im2col/col2im kernels exist for the floating dtypes only: integer
+// convolutions (which the CPU has) take the counted host path. A transposed
+// convolution runs on the device when it is exactly the input gradient of a
+// convolution: an output padding below the stride (PyTorch also allows one
+// below the dilation, where the forward convolution would be shorter).
+bool runsOnDevice(const Tensor& input, bool transposed, c10::IntArrayRef stride,
+                  c10::IntArrayRef output_padding) {
+  if (!(input.dim() == 3 || input.dim() == 4) || !at::isFloatingType(input.scalar_type()))
+    return false;
+  if (!transposed) return true;
+  for (size_t d = 0; d < output_padding.size(); ++d)
+    if (output_padding[d] >= stride[d]) return false;
+  return true;
 }
 
 /// The largest element offset of t from its first element.
@@ -229,10 +240,65 @@ std::tuple<Tensor, Tensor, Tensor> deviceConvolutionBackward(
   return {grad_input, grad_weight, grad_bias};
 }
 
+/// The transposed convolution of input by weight ([C_in, C_out / groups,
+/// kh, kw]): the input gradient of the convolution `conv` whose input is the
+/// result and whose output is `input`, col2im of the weight's columns times
+/// input's pixels, then the bias.
+Tensor deviceTransposedConvolution(const Tensor& input, const Tensor& weight, const Tensor& bias,
+                                   c10::IntArrayRef stride, c10::IntArrayRef padding,
+                                   c10::IntArrayRef output_padding, c10::IntArrayRef dilation,
+                                   int64_t groups) {
+  Tensor x = as2d(input), wt = as2d(weight);
+  const std::vector<int64_t> s = params2d(stride, 1), p = params2d(padding, 0),
+                             d = params2d(dilation, 1), op = params2d(output_padding, 0);
+  std::vector<int64_t> size = {x.size(0), wt.size(1) * groups};
+  for (int i = 0; i < 2; ++i)
+    size.push_back((x.size(2 + i) - 1) * s[i] - 2 * p[i] + d[i] * (wt.size(2 + i) - 1) + op[i] +
+                   1);
+  Tensor out = at::empty(size, x.options());
+  Conv2d conv(out, wt, s, p, d, groups);
+  TORCH_INTERNAL_ASSERT(conv.oh == x.size(2) && conv.ow == x.size(3));
+  const int64_t cg = conv.groupInputs(), og = conv.groupOutputs();
+  if (out.numel() > 0) {
+    Tensor pixels = x.permute({1, 0, 2, 3}).reshape({conv.o, conv.columns()});
+    for (int64_t g = 0; g < groups; ++g) {
+      Tensor kernel = wt.narrow(0, g * og, og).reshape({og, cg * conv.taps()});
+      conv.col2im(kernel.t().mm(pixels.narrow(0, g * og, og)), out.narrow(1, g * cg, cg));
+    }
+  }
+  if (bias.defined()) out.add_(bias.view({1, -1, 1, 1}));
+  if (input.dim() == 3) out = out.squeeze(2);
+  return out.contiguous(input.dim() == 3 ? at::MemoryFormat::Contiguous
+                                         : outputFormat(input, weight));
+}
+
+/// A transposed convolution's gradients: the input's is the convolution of
+/// the output gradient by the weight; the weight's is the weight gradient of
+/// that convolution with input as its output gradient.
+std::tuple<Tensor, Tensor, Tensor> deviceTransposedConvolutionBackward(
+    const Tensor& grad_output, const Tensor& input, const Tensor& weight,
+    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
+    int64_t groups, std::array<bool, 3> output_mask) {
+  Tensor grad_input, grad_weight, grad_bias;
+  if (output_mask[0])
+    grad_input = deviceConvolution(grad_output, weight, Tensor(), stride, padding, dilation,
+                                   groups).contiguous(input.suggest_memory_format());
+  if (output_mask[1])
+    grad_weight = std::get<1>(deviceConvolutionBackward(input, grad_output, weight, stride,
+                                                        padding, dilation, groups,
+                                                        {false, true, false}));
+  if (output_mask[2])
+    grad_bias = grad_output.dim() == 3 ? grad_output.sum({0, 2}) : grad_output.sum({0, 2, 3});
+  return {grad_input, grad_weight, grad_bias};
+}
+
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
                    bool transposed, c10::IntArrayRef output_padding, int64_t groups) {
-  if (runsOnDevice(input, transposed)) {
+  if (runsOnDevice(input, transposed, stride, output_padding)) {
+    if (transposed)
+      return deviceTransposedConvolution(input, weight, bias.value_or(Tensor()), stride, padding,
+                                         output_padding, dilation, groups);
     return deviceConvolution(input, weight, bias.value_or(Tensor()), stride, padding, dilation,
                              groups);
   }
@@ -249,7 +315,10 @@ std::tuple<Tensor, Tensor, Tensor> convolutionBackward(
     c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
     bool transposed, c10::IntArrayRef output_padding, int64_t groups,
     std::array<bool, 3> output_mask) {
-  if (runsOnDevice(input, transposed)) {
+  if (runsOnDevice(input, transposed, stride, output_padding)) {
+    if (transposed)
+      return deviceTransposedConvolutionBackward(grad_output, input, weight, stride, padding,
+                                                 dilation, groups, output_mask);
     return deviceConvolutionBackward(grad_output, input, weight, stride, padding, dilation,
                                      groups, output_mask);
   }
