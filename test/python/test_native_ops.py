@@ -250,6 +250,80 @@ class TestArange:
             torch.arange(0, 5, -1, device="maia")
 
 
+LINSPACE_CASES = [(0, 1), (-10, 10), (3, -7.5), (0, 100), (1, 2), (0.1, 0.7), (-1, 120)]
+LINSPACE_STEPS = [2, 3, 5, 16, 17, 33, 100, 1000, 70000]
+ALL_NUMERIC = FLOATS + [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]
+
+
+def _range_cases(dtype):
+    for start, end in LINSPACE_CASES:
+        if dtype == torch.uint8 and min(start, end) < 0:
+            continue
+        for steps in LINSPACE_STEPS:
+            yield start, end, steps
+
+
+class TestLinspaceLogspace:
+    @pytest.mark.parametrize("dtype", ALL_NUMERIC)
+    def test_linspace_bit_for_bit(self, dtype):
+        """The CPU's formula (start + step * i below the halfway point, from the end above,
+        the step in the element type or in double for integers), every dtype exactly."""
+        with no_fallback("linspace"):
+            for start, end, steps in _range_cases(dtype):
+                actual = torch.linspace(start, end, steps, dtype=dtype, device="maia").cpu()
+                expected = torch.linspace(start, end, steps, dtype=dtype)
+                assert torch.equal(actual, expected), (start, end, steps, dtype)
+
+    @pytest.mark.parametrize("dtype", ALL_NUMERIC)
+    def test_logspace(self, dtype):
+        """Integers bit for bit (start and end wrapped to the type, the power truncated as
+        x86 does, 0 for an overflowing int32 conversion); floating types within one
+        rounding of the CPU's, which rounds the exponent on the way for some inputs."""
+        with no_fallback("logspace"):
+            for start, end in [(0, 1), (-2, 2), (3, -1.5), (0, 3), (-1, 4), (0.1, 0.7)]:
+                for base in (10.0, 2.0, 3.0):
+                    for steps in (1, 2, 5, 17, 100, 3000):
+                        try:
+                            expected = torch.logspace(start, end, steps, base, dtype=dtype)
+                        except RuntimeError:  # one element that overflows the dtype
+                            with pytest.raises(RuntimeError, match="without overflow"):
+                                torch.logspace(start, end, steps, base, dtype=dtype,
+                                               device="maia")
+                            continue
+                        actual = torch.logspace(start, end, steps, base, dtype=dtype,
+                                                device="maia").cpu()
+                        if dtype.is_floating_point:
+                            torch.testing.assert_close(actual, expected, atol=0,
+                                                       rtol=torch.finfo(dtype).eps)
+                        else:
+                            assert torch.equal(actual, expected), (start, end, base, steps)
+
+    def test_out_empty_and_errors(self):
+        with no_fallback("linspace"):
+            out = torch.empty(10, 2, device="maia")[:, 0]  # strided
+            torch.linspace(-1, 1, 10, out=out)
+            log_out = torch.empty(7, 3, device="maia")[:, 1]
+            torch.logspace(0, 2, 7, out=log_out)
+        assert torch.equal(out.cpu(), torch.linspace(-1, 1, 10))
+        torch.testing.assert_close(log_out.cpu(), torch.logspace(0, 2, 7))
+        assert torch.linspace(0, 1, 0, device="maia").numel() == 0
+        assert torch.equal(torch.linspace(3, 5, 1, device="maia").cpu(), torch.tensor([3.0]))
+        assert torch.equal(torch.logspace(2, 5, 1, device="maia").cpu(), torch.tensor([100.0]))
+        for fn in (torch.linspace, torch.logspace):
+            with pytest.raises(RuntimeError, match="number of steps must be non-negative"):
+                fn(0, 1, -1, device="maia")
+
+    def test_signal_windows_run_on_the_device(self):
+        # torch.signal.windows build on linspace (kaiser also needs i0: host).
+        torch.maia.reset_fallback_counts()
+        if True:
+            for name in ("hann", "hamming", "blackman", "bartlett", "cosine", "gaussian",
+                         "nuttall"):
+                window = getattr(torch.signal.windows, name)
+                torch.testing.assert_close(window(33, device="maia").cpu(), window(33))
+        assert torch.maia.fallback_counts() == {}
+
+
 def test_no_host_synchronization():
     """The ops only enqueue: issued behind a kernel that blocks the stream
     until released, they return (a host synchronization would hang)."""

@@ -72,6 +72,10 @@ KERNELS = [
     # range.h: out, start/step (f64), start/step (i64), vector width, chunk
     ("arange", NUMERIC, [m("T", 1), s("f64"), s("f64"), s("i64"), s("i64"), s("i64"), s("i64")],
      "arange<{t}>"),
+    # out, start, end (f64)
+    ("linspace", NUMERIC, [m("T", 1), s("f64"), s("f64")], "linspace<{t}>"),
+    # out, start, end, base (f64)
+    ("logspace", NUMERIC, [m("T", 1), s("f64"), s("f64"), s("f64")], "logspace<{t}>"),
     # batch_norm.h
     ("batch_norm", FLOAT, [m("T", 3), m("T", 3), m("C", 1), m("C", 1)] + [m("T", 1)] * 4 +
      [s("f64"), s("f64"), s("i64"), s("i64")], "batchNorm<{t}>"),
