@@ -1,0 +1,118 @@
+"""Operators composed of maia's native operators (ops/ComposedOps.cpp): count_nonzero, aminmax,
+trace, eye, index_fill, index_copy, take, put, linalg.cross, unique and unique_consecutive. PyTorch's own op_db samples on
+maia and on the CPU for every dtype maia supports, with no host fallback in the forward or the
+backward (gradients in float32/float64), and the CPU's errors."""
+
+import pytest
+import torch
+from torch.testing._internal.common_methods_invocations import op_db
+
+from opinfo_support import (LOW_PRECISION_TOLERANCES, assert_grads_close, cases,
+                            check_forward_samples, forbid_fallback, maia_leaves, run_on_maia)
+
+COMPOSED = ["count_nonzero", "aminmax", "trace", "eye", "index_fill", "index_copy", "take",
+            "put", "linalg.cross", "cross", "unique", "unique_consecutive"]
+OPS = [op for op in op_db if op.name in COMPOSED]
+UNSUPPORTED_SAMPLE_KWARGS = {"out"}
+
+
+def test_every_listed_op_is_in_op_db():
+    assert {op.name for op in OPS} == set(COMPOSED)
+
+
+@pytest.mark.parametrize("op,dtype", list(cases(OPS)))
+def test_matches_cpu(op, dtype):
+    check_forward_samples(op, dtype, UNSUPPORTED_SAMPLE_KWARGS,
+                          LOW_PRECISION_TOLERANCES.get(dtype, {}),
+                          lambda before, sample: forbid_fallback(before, op.name))
+
+
+GRAD_OPS = [op for op in OPS if op.supports_autograd]
+
+
+@pytest.mark.parametrize("op", GRAD_OPS, ids=lambda op: op.name)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_gradients_match_cpu(op, dtype):
+    if dtype not in op.supported_backward_dtypes("cpu"):
+        pytest.skip(f"{op.name} has no CPU backward for {dtype}")
+    checked = 0
+    for sample in op.sample_inputs("cpu", dtype, requires_grad=True):
+        if UNSUPPORTED_SAMPLE_KWARGS & set(sample.kwargs):
+            continue
+        expected = op(sample.input, *sample.args, **sample.kwargs)
+        outputs = list(expected) if isinstance(expected, tuple) else [expected]  # aminmax
+        if not any(t.requires_grad for t in outputs):
+            continue
+        leaves_cpu, leaves_maia, convert = maia_leaves([sample.input, sample.args,
+                                                        sample.kwargs])
+        actual = run_on_maia(op, sample, convert)
+        actual = list(actual) if isinstance(actual, tuple) else [actual]
+        grads = [torch.randn_like(t) for t in outputs]
+        expected_grads = torch.autograd.grad(outputs, leaves_cpu, grads, allow_unused=True)
+        before = torch.maia.fallback_counts()
+        actual_grads = torch.autograd.grad(actual, leaves_maia, [g.to("maia") for g in grads],
+                                           allow_unused=True)
+        forbid_fallback(before, f"{op.name} backward")
+        assert_grads_close(expected_grads, actual_grads)
+        checked += 1
+    assert checked, "no differentiable samples"
+
+
+def test_errors_match_cpu():
+    m = torch.ones(3, 4, device="maia")
+    with pytest.raises(RuntimeError, match="trace: expected a matrix"):
+        torch.trace(torch.ones(3, device="maia"))
+    with pytest.raises(RuntimeError, match="cannot compute aminmax over an empty"):
+        torch.aminmax(torch.ones(0, device="maia"))
+    with pytest.raises(IndexError, match="Expected a long tensor for index"):
+        m.index_fill_(0, torch.tensor([0], dtype=torch.int32, device="maia"), 1.0)
+    with pytest.raises(RuntimeError, match="must have length 3"):
+        torch.linalg.cross(m, m)
+    with pytest.raises(RuntimeError, match="n must be greater or equal to 0"):
+        torch.eye(-1, device="maia")
+
+
+def test_index_ops_on_large_strided_tensors():
+    torch.manual_seed(0)
+    x = torch.randn(300, 7, 50).transpose(0, 2)  # [50, 7, 300], strided
+    index = torch.randint(-300, 300, (40,))
+    source = torch.randn(50, 7, 40)
+    xm = x.to("maia")
+    torch.testing.assert_close(xm.index_fill(2, index.to("maia"), -2.5).cpu(),
+                               x.index_fill(2, index, -2.5))
+    unique = torch.randperm(300)[:40]
+    torch.testing.assert_close(xm.index_copy(2, unique.to("maia"), source.to("maia")).cpu(),
+                               x.index_copy(2, unique, source))
+    flat = torch.randint(-x.numel(), x.numel(), (1000,))
+    torch.testing.assert_close(torch.take(xm, flat.to("maia")).cpu(), torch.take(x, flat))
+    y, ym = x.clone(), xm.clone()
+    values = torch.randn(1000)
+    y.put_(flat, values, accumulate=True)
+    ym.put_(flat.to("maia"), values.to("maia"), accumulate=True)
+    torch.testing.assert_close(ym.cpu(), y)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+@pytest.mark.parametrize("dim", [None, 0, 1, -1])
+@pytest.mark.parametrize("fn", [torch.unique, torch.unique_consecutive])
+def test_unique_large_dims_inverse_and_counts(fn, dim, dtype):
+    torch.manual_seed(0)
+    x = torch.randint(0, 5, (400, 3, 2)).to(dtype)
+    before = torch.maia.fallback_counts()
+    actual = fn(x.to("maia"), return_inverse=True, return_counts=True, dim=dim)
+    forbid_fallback(before, fn.__name__)
+    for a, e in zip(actual, fn(x, return_inverse=True, return_counts=True, dim=dim)):
+        torch.testing.assert_close(a.cpu(), e)
+
+
+def test_unique_nans_are_distinct():
+    # Each NaN is its own value, sorted last. Which NaN group an element's inverse names is
+    # the CPU's sort's choice (unstable): the inverse must rebuild the input instead.
+    torch.manual_seed(0)
+    x = torch.randint(0, 5, (2400,)).float()
+    x[::37] = float("nan")
+    unique, inverse, counts = torch.unique(x.to("maia"), return_inverse=True, return_counts=True)
+    expected = torch.unique(x, return_inverse=True, return_counts=True)
+    torch.testing.assert_close(unique.cpu(), expected[0], equal_nan=True)
+    torch.testing.assert_close(counts.cpu(), expected[2])
+    torch.testing.assert_close(unique[inverse].cpu(), x, equal_nan=True)
