@@ -161,6 +161,7 @@ WITH_SCALARS = [
     ("lerp_scalar", "op::LerpScalar", 2, ["weight"], FLOAT),
     ("logit", "op::Logit", 1, ["lo", "hi"], FLOAT),  # lo < 0: no eps
     ("logit_backward", "op::LogitBackward", 2, ["lo", "hi"], FLOAT),  # (grad, self)
+    ("round_decimals", "op::RoundDecimals", 1, ["ten_pow", "negative"], FLOAT),
     ("nan_to_num", "op::NanToNum", 1, ["nan", "posinf", "neginf"], FLOAT),
     ("hardshrink", "op::Hardshrink", 1, ["lambd"], FLOAT),
     ("softshrink", "op::Softshrink", 1, ["lambd"], FLOAT),

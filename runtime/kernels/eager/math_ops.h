@@ -95,6 +95,17 @@ struct LogitBackward {
   }
 };
 
+/// round(x, decimals) as the CPU: nearbyint of x scaled by 10^|decimals|
+/// (divided when decimals < 0, `negative` != 0), scaled back.
+template <typename C>
+struct RoundDecimals {
+  C ten_pow, negative;
+  C operator()(C x) const {
+    return negative != C(0) ? std::nearbyint(x / ten_pow) * ten_pow
+                            : std::nearbyint(x * ten_pow) / ten_pow;
+  }
+};
+
 /// NaN, +inf and -inf replaced by the given values (the caller passes the
 /// dtype's defaults: 0, its largest and its lowest finite value).
 template <typename C>

@@ -10,6 +10,7 @@ with runtime/torch/csrc/ops/Reduction.cpp (see reduce.h for the loops):
     argmax_<dt>, argmin_<dt>      (values, int64 indices, in)
     moments_<dt>                  (var or std, mean, in, correction, take_sqrt)
     cumsum_<dt>, cumprod_<dt>     (out [outer, n, inner], in)
+    logcumsumexp_<dt>             (out [outer, n, inner], in; floating dtypes)
     cummax_<dt>, cummin_<dt>      (values, int64 indices [outer, n, inner], in)
 The input and the output have the same dtype (the caller casts first); any
 and all write bool (uint8 for uint8 input, as PyTorch)."""
@@ -61,6 +62,10 @@ def main(out_dir, isa):
             add(f"{op}_{name}", [memref(meta, 3), memref(meta, 3)],
                 f"scan<{t}, {functor}>(args, grid);")
     for name, t, meta, kind in FLOAT:
+        # The CPU accumulates float32 in double here (at::acc_type on the CPU).
+        acc = "double" if t in ("float", "double") else "float"
+        add(f"logcumsumexp_{name}", [memref(meta, 3), memref(meta, 3)],
+            f"scan<{t}, ScanLogAddExp, {acc}>(args, grid);")
         io = [memref(meta, 2), memref(meta, 3)]
         add(f"mean_{name}", io, f"reduce<{t}, {t}>(args, grid, MeanOp<acc_t<{t}>>{{}});")
         add(f"norm_{name}", io + [scalar("f64")], f"norm<{t}>(args, grid);")

@@ -362,11 +362,23 @@ struct ScanProd {
   template <typename A> A operator()(A acc, A x) const { return acc * x; }
 };
 
-/// Inclusive prefix sums (ScanSum) or products (ScanProd) along r
-/// (args: out [outer, n, inner], in, same shape).
-template <typename T, typename Op>
+/// log(exp(acc) + exp(x)) as the CPU's logcumsumexp step: NaN propagates;
+/// equal infinities stay (their difference would be NaN).
+struct ScanLogAddExp {
+  template <typename A> static A identity() { return -std::numeric_limits<A>::infinity(); }
+  template <typename A> A operator()(A acc, A x) const {
+    const A lo = isNan(acc) ? acc : std::min(x, acc);
+    const A hi = isNan(acc) ? acc : std::max(x, acc);
+    if (lo != hi || std::isfinite(lo)) return std::log1p(std::exp(lo - hi)) + hi;
+    return x;
+  }
+};
+
+/// Inclusive prefix sums (ScanSum), products (ScanProd) or log-sum-exps
+/// (ScanLogAddExp) along r in accumulate type A (args: out [outer, n,
+/// inner], in, same shape).
+template <typename T, typename Op, typename A = acc_t<T>>
 void scan(void* const* args, const maia_grid_t* grid) {
-  using A = acc_t<T>;
   const Op op;
   const auto& out = maia_kernel::memref<T, 3>(args, 0);
   const auto& in = maia_kernel::memref<T, 3>(args, 1);

@@ -1,9 +1,11 @@
 // Operators with no kernel of their own on maia, composed of maia's native
 // operators (each a device kernel on the current stream) with the CPU's
 // checks and results: count_nonzero, aminmax, trace, eye, index_fill,
-// index_copy, take, put, linalg_cross, unique and unique_consecutive. None synchronizes with the
-// host but unique (its size).
+// index_copy, take, put, masked_scatter, renorm, linalg_cross, unique and
+// unique_consecutive. None synchronizes with the
+// host but unique (its size) and masked_scatter with an empty source.
 #include <ATen/ExpandUtils.h>
+#include <ATen/AccumulateType.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/amax.h>
@@ -12,11 +14,13 @@
 #include <ATen/ops/arange.h>
 #include <ATen/ops/index.h>
 #include <ATen/ops/index_put.h>
+#include <ATen/ops/linalg_vector_norm.h>
 #include <ATen/ops/ne.h>
 #include <ATen/ops/nonzero.h>
 #include <ATen/ops/ones_like.h>
 #include <ATen/ops/stack.h>
 #include <ATen/ops/sum.h>
+#include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
@@ -272,9 +276,62 @@ std::tuple<Tensor, Tensor, Tensor> uniqueConsecutive(const Tensor& self, bool re
   return {unique, inverse, counts};
 }
 
+/// masked_scatter_: the true positions of mask (broadcast to self, row-major)
+/// take source's elements in order: each position's rank among the true
+/// ones, by a prefix sum, gathers from source. A source too short for the
+/// mask traps in the gather (a sticky device error) instead of the CPU's
+/// host check.
+Tensor& maskedScatter(Tensor& self, const Tensor& mask, const Tensor& source) {
+  TORCH_CHECK(mask.scalar_type() == at::kBool, "masked_scatter_ only supports boolean masks, "
+              "but got mask with dtype ", mask.scalar_type());
+  TORCH_CHECK(self.scalar_type() == source.scalar_type(), "masked_scatter_: expected self and "
+              "source to have same dtypes but got", self.scalar_type(), " and ",
+              source.scalar_type());
+  if (self.numel() == 0) return self;
+  Tensor flat_mask = mask.expand(self.sizes()).reshape({-1});
+  if (source.numel() == 0) {  // nothing to take: valid only for an all-false mask
+    TORCH_CHECK(!flat_mask.any().item<bool>(), "masked_scatter: expected source to have at "
+                "least as many elements as the ones in mask");
+    return self;
+  }
+  Tensor rank = flat_mask.cumsum(0, at::kLong).sub_(1).clamp_min_(0);
+  Tensor taken = source.reshape({-1}).index_select(0, rank);
+  return self.copy_(at::where(flat_mask, taken, self.reshape({-1})).view(self.sizes()));
+}
+
+/// renorm: each slice along dim scaled to a p-norm of at most maxnorm, the
+/// norm in float for float16/bfloat16 (the CPU's accumulate type).
+Tensor renormOp(const Tensor& self, const at::Scalar& p, int64_t dim, const at::Scalar& maxnorm) {
+  TORCH_CHECK(!p.isComplex() && p.toDouble() > 0, "renorm: non-positive-norm not supported");
+  TORCH_CHECK(!maxnorm.isComplex() && maxnorm.toDouble() >= 0,
+              "renorm: expected maxnorm to be >= 0 but got ", maxnorm.toDouble());
+  TORCH_CHECK(self.dim() > 1, "renorm: input needs at least 2 dimensions, got ", self.dim(),
+              " dimensions");
+  const int64_t d = at::maybe_wrap_dim(dim, self.dim());
+  std::vector<int64_t> others;
+  for (int64_t i = 0; i < self.dim(); ++i)
+    if (i != d) others.push_back(i);
+  const c10::ScalarType acc = at::toAccumulateType(self.scalar_type(), /*is_cuda=*/true);
+  Tensor norm = at::linalg_vector_norm(self, p, others, /*keepdim=*/true, acc);
+  const double limit = maxnorm.toDouble();
+  Tensor factor = at::where(norm.gt(limit), norm.add(1e-7).reciprocal().mul(limit),
+                            at::ones_like(norm));
+  return self.mul(factor).to(self.scalar_type());
+}
+
 }  // namespace
 
 MAIA_NATIVE_KERNELS(m) {
+  m.impl("masked_scatter_", TORCH_FN(maskedScatter));
+  m.impl("renorm", TORCH_FN(renormOp));
+  m.impl("renorm_", [](Tensor& self, const at::Scalar& p, int64_t dim,
+                       const at::Scalar& maxnorm) -> Tensor& {
+    return self.copy_(renormOp(self, p, dim, maxnorm));
+  });
+  m.impl("renorm.out", [](const Tensor& self, const at::Scalar& p, int64_t dim,
+                          const at::Scalar& maxnorm, Tensor& out) -> Tensor& {
+    return resultInto(out, renormOp(self, p, dim, maxnorm));
+  });
   m.impl("unique_consecutive", TORCH_FN(uniqueConsecutive));
   m.impl("unique_dim", TORCH_FN(uniqueDim));
   m.impl("_unique2", TORCH_FN(unique2));

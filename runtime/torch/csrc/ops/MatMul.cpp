@@ -1,4 +1,4 @@
-// Matrix products on maia: mm, addmm, bmm, baddbmm (and through them
+// Matrix products on maia: mm, addmm, bmm, baddbmm, addbmm (and through them
 // matmul and linear) as GEMM kernels on the device cores, on the current
 // stream. float32, bfloat16 and float16 run on the device (half precision
 // accumulates in float32); other dtypes are computed on the host.
@@ -81,6 +81,30 @@ Tensor& baddbmmOut(const Tensor& bias, const Tensor& a, const Tensor& b, const a
                    const at::Scalar& alpha, Tensor& out) {
   checkOperands("baddbmm", a, b, 3);
   return addmmInto(bias, a, b, beta, alpha, out);
+}
+
+/// addbmm as the CPU computes it: out = bias, then one addmm per batch
+/// (beta on the first only), so each batch's product rounds into out in
+/// turn; no batches leave beta * bias.
+Tensor& addbmmOut(const Tensor& bias, const Tensor& a, const Tensor& m, const at::Scalar& beta,
+                  const at::Scalar& alpha, Tensor& out) {
+  TORCH_CHECK(a.dim() == 3, "batch1 must be a 3D tensor");
+  TORCH_CHECK(m.dim() == 3, "batch2 must be a 3D tensor");
+  TORCH_CHECK(a.size(0) == m.size(0), "batch1 and batch2 must have same number of batches, got ",
+              a.size(0), " and ", m.size(0));
+  TORCH_CHECK(a.size(2) == m.size(1), "Incompatible matrix sizes for bmm (", a.size(1), "x",
+              a.size(2), " and ", m.size(1), "x", m.size(2), ")");
+  if (!out.is_same(bias)) {
+    at::native::resize_output(out, {a.size(1), m.size(2)});
+    out.copy_(bias.expand(out.sizes()));
+  }
+  if (a.size(0) == 0) {
+    if (beta.toDouble() != 0.0) return out.mul_(beta);
+    return out.zero_();
+  }
+  for (int64_t b = 0; b < a.size(0); ++b)
+    addmmOut(out, a.select(0, b), m.select(0, b), b == 0 ? beta : at::Scalar(1), alpha, out);
+  return out;
 }
 
 void checkDot(const Tensor& a, const Tensor& b) {
@@ -168,6 +192,20 @@ MAIA_NATIVE_KERNELS(m) {
   m.impl("addmm_", [](Tensor& self, const Tensor& a, const Tensor& b, const at::Scalar& beta,
                       const at::Scalar& alpha) -> Tensor& {
     return addmmOut(self, a, b, beta, alpha, self);
+  });
+  m.impl("addbmm", [](const Tensor& bias, const Tensor& a, const Tensor& b,
+                      const at::Scalar& beta, const at::Scalar& alpha) {
+    Tensor out = newEmpty({0}, a.options());
+    return addbmmOut(bias, a, b, beta, alpha, out);
+  });
+  m.impl("addbmm.out", [](const Tensor& bias, const Tensor& a, const Tensor& b,
+                          const at::Scalar& beta, const at::Scalar& alpha,
+                          Tensor& out) -> Tensor& {
+    return addbmmOut(bias, a, b, beta, alpha, out);
+  });
+  m.impl("addbmm_", [](Tensor& self, const Tensor& a, const Tensor& b, const at::Scalar& beta,
+                       const at::Scalar& alpha) -> Tensor& {
+    return addbmmOut(self, a, b, beta, alpha, self);
   });
   m.impl("baddbmm", [](const Tensor& bias, const Tensor& a, const Tensor& b,
                        const at::Scalar& beta, const at::Scalar& alpha) {

@@ -1,6 +1,6 @@
 // The elementwise math functions beyond basic arithmetic on maia: the
 // error-function family (erfc, erfinv), exp2, frac, sinc, entr, logit,
-// nan_to_num, the shrink and threshold activations, copysign, hypot,
+// nan_to_num, round with decimals, the shrink and threshold activations, copysign, hypot,
 // heaviside, logaddexp2, xlog1py, nextafter, gcd and lcm, computed by the
 // eager kernel binary (functors in runtime/kernels/eager/math_ops.h) with
 // the CPU's dtype rules and errors.
@@ -9,6 +9,8 @@
 #include <ATen/ops/result_type.h>
 #include <torch/library.h>
 
+#include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <optional>
 
@@ -129,9 +131,27 @@ Tensor& thresholdOut(const Tensor& self, S threshold, S value, Tensor& out) {
   return unaryOut("threshold", Result::Common, self, out, scalars);
 }
 
+/// round(decimals): the scale as the CPU computes it (pow(10, |decimals|)
+/// in the compute type); decimals 0 is plain round (integers too).
+Tensor& roundDecimalsOut(const Tensor& self, int64_t decimals, Tensor& out) {
+  if (decimals == 0) return unaryOut("round", Result::Common, self, out);
+  checkFloatDtype("round_cpu", self.scalar_type());
+  const double ten_pow = std::pow(10.0, static_cast<double>(std::abs(decimals)));
+  return unaryOut("round_decimals", Result::Common, self, out,
+                  FloatArgs{ten_pow, decimals < 0 ? 1.0 : 0.0});
+}
+
 }  // namespace
 
 MAIA_NATIVE_KERNELS(m) {
+  m.impl("round.decimals", [](const Tensor& a, int64_t decimals) {
+    Tensor out;
+    return roundDecimalsOut(a, decimals, out);
+  });
+  m.impl("round_.decimals", [](Tensor& a, int64_t decimals) -> Tensor& {
+    return roundDecimalsOut(a, decimals, a);
+  });
+  m.impl("round.decimals_out", TORCH_FN(roundDecimalsOut));
   MAIA_UNARY("erfc", Result::FloatOnly);
   MAIA_UNARY("erfinv", Result::FloatOnly);
   MAIA_UNARY("exp2", Result::FloatOnly);

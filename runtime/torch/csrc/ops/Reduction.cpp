@@ -1,6 +1,6 @@
 // Reductions on maia: sum, mean, prod, amax/amin, max/min (values and
 // indices), argmax/argmin, var/std (and var_mean/std_mean), vector norms,
-// any/all, cumsum, cumprod, cummax and cummin, computed by the reduce kernel binary on the current
+// any/all, cumsum, cumprod, logcumsumexp, cummax and cummin, computed by the reduce kernel binary on the current
 // stream (runtime/kernels/reduce).
 //
 // The input is viewed as [outer, n, inner] with the reduced dimensions in the
@@ -568,6 +568,14 @@ MAIA_NATIVE_KERNELS(m) {
   });
   MAIA_SCAN("cumsum");
   MAIA_SCAN("cumprod");
+  m.impl("_logcumsumexp", [](const Tensor& self, int64_t dim) {
+    checkFloatDtype("logcumsumexp_out_cpu", self.scalar_type());
+    return scanOp("logcumsumexp", self, dim, self.scalar_type());
+  });
+  m.impl("_logcumsumexp.out", [](const Tensor& self, int64_t dim, Tensor& out) -> Tensor& {
+    checkFloatDtype("logcumsumexp_out_cpu", self.scalar_type());
+    return resultInto(out, scanOp("logcumsumexp", self, dim, self.scalar_type(), out));
+  });
   m.impl("_cummax_helper", [](const Tensor& self, Tensor& values, Tensor& indices, int64_t dim) {
     scanWithIndex("cummax", self, values, indices, dim);
   });
