@@ -4,7 +4,8 @@ PyTorch's own sample inputs on maia and on the CPU, compared with
 torch.testing.assert_close for every dtype maia supports, without any host fallback in the
 forward or the backward; gradients in float32/float64. Special values (NaN, infinities,
 the ends of erfinv's and logit's domains, nextafter's steps in float16/bfloat16) and a
-binary_cross_entropy input outside [0, 1] (a sticky device error) are tested by hand."""
+binary_cross_entropy input outside [0, 1] (a sticky device error) are tested by hand, the
+Bessel functions over their whole float64 range."""
 
 import ctypes
 
@@ -19,7 +20,8 @@ from opinfo_support import (LOW_PRECISION_TOLERANCES, assert_grads_close, cases,
 MATH = ["erfc", "erfinv", "exp2", "frac", "sinc", "special.entr", "logit", "nan_to_num",
         "nn.functional.hardshrink", "nn.functional.softshrink", "nn.functional.threshold",
         "copysign", "hypot", "heaviside", "logaddexp2", "special.xlog1py", "nextafter", "gcd",
-        "lcm"]
+        "lcm", "i0", "special.i0e", "special.i1", "special.i1e", "special.modified_bessel_i0",
+        "special.modified_bessel_i1"]
 LOSSES = ["nn.functional.mse_loss", "nn.functional.smooth_l1_loss", "nn.functional.huber_loss",
           "nn.functional.binary_cross_entropy"]
 OPS = [op for op in op_db if op.name in MATH + LOSSES]
@@ -30,7 +32,13 @@ LOSS_TOLERANCES = {torch.float32: dict(atol=1e-5, rtol=1e-5),
                    torch.bfloat16: dict(atol=5e-2, rtol=2e-2)}
 
 
+# The CPU's float32 Bessel polynomials are a few ulps off (maia computes in double).
+BESSEL = {"special.i1", "special.i1e", "special.modified_bessel_i1"}
+
+
 def tolerances(op, dtype):
+    if op.name in BESSEL and dtype == torch.float32:
+        return dict(atol=1e-5, rtol=2e-6)
     table = LOSS_TOLERANCES if op.name in LOSSES else LOW_PRECISION_TOLERANCES
     return table.get(dtype, {})
 
@@ -96,6 +104,19 @@ def test_special_values(fn, dtype):
     # float16/bfloat16: one rounding step (the CPU rounds intermediates, e.g. entr's log).
     tol = LOW_PRECISION_TOLERANCES.get(dtype, dict(atol=0, rtol=2e-6))
     torch.testing.assert_close(actual, fn(x), equal_nan=True, **tol)
+
+
+@pytest.mark.parametrize("fn", [torch.i0, torch.special.i0e, torch.special.i1,
+                                torch.special.i1e, torch.special.modified_bessel_i0,
+                                torch.special.modified_bessel_i1])
+def test_bessel_functions_in_float64_everywhere(fn):
+    # The series and the asymptotic expansion meet at |x| = 20; exp overflows past 709.
+    x = torch.cat([torch.linspace(-60, 60, 4001, dtype=torch.float64),
+                   torch.tensor([0.0, -0.0, 19.999, 20.0, 20.001, 700.0, 709.0, 712.0, 1e4,
+                                 float("inf"), -float("inf"), float("nan")],
+                                dtype=torch.float64)])
+    torch.testing.assert_close(fn(x.to("maia")).cpu(), fn(x), rtol=1e-13, atol=0,
+                               equal_nan=True)
 
 
 def test_erfinv_inverts_erf_in_float64():

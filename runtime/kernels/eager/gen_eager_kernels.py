@@ -121,6 +121,10 @@ UNARY = [  # op, functor, dtypes, output is bool
     ("frac", "op::Frac{}", FLOAT, False),
     ("sinc", "op::Sinc{}", FLOAT, False),
     ("special_entr", "op::Entr{}", FLOAT, False),
+    ("i0", "op::BesselI<0, false>{}", FLOAT, False),
+    ("special_i0e", "op::BesselI<0, true>{}", FLOAT, False),
+    ("special_i1", "op::BesselI<1, false>{}", FLOAT, False),
+    ("special_i1e", "op::BesselI<1, true>{}", FLOAT, False),
 ]
 # Unary kernels whose result is the real dtype of a complex input (float
 # for complex64) and the input's dtype otherwise: op, functor, dtypes.

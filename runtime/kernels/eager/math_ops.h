@@ -71,6 +71,47 @@ struct Erfinv {
   template <typename C> C operator()(C a) const { return C(erfinvOf(static_cast<double>(a))); }
 };
 
+/// The modified Bessel function of the first kind I0 (Nu 0) or I1 (Nu 1),
+/// times exp(-|x|) when Scaled, in double: the power series (all terms
+/// positive) up to |x| = 20, the asymptotic expansion e^x / sqrt(2 pi x)
+/// sum (-1)^k a_k(Nu) / x^k beyond. Measured against the CPU's Cephes
+/// polynomials over [-60, 60] and beyond: 1.6e-15 relative at most (their
+/// float32 versions are a few ulps off; NaN at the infinities unscaled).
+template <int Nu, bool Scaled>
+double besselIOf(double x) {
+  if (std::isnan(x)) return x;
+  const double ax = std::fabs(x);
+  double result;
+  if (std::isinf(x)) {  // the CPU's polynomials give inf * 0 there
+    result = Scaled ? 0.0 : std::numeric_limits<double>::quiet_NaN();
+  } else if (ax <= 20) {
+    const double quarter_square = ax * ax / 4;
+    double term = Nu == 0 ? 1.0 : ax / 2, sum = term;
+    for (int k = 1; term >= sum * 1e-17 && k < 200; ++k) {
+      term *= quarter_square / (k * (k + Nu));
+      sum += term;
+    }
+    result = Scaled ? sum * std::exp(-ax) : sum;
+  } else {
+    const double mu = 4.0 * Nu * Nu;
+    double term = 1, sum = 1;
+    for (int k = 1; k < 100; ++k) {
+      term *= -(mu - (2.0 * k - 1) * (2.0 * k - 1)) / (k * 8.0 * ax);
+      if (std::fabs(term) < 1e-17 * std::fabs(sum)) break;
+      sum += term;
+    }
+    const double scaled = sum / std::sqrt(2 * M_PI * ax);
+    result = Scaled ? scaled : std::exp(ax) * scaled;  // inf beyond exp's range, as the CPU
+  }
+  return Nu == 1 && x < 0 ? -result : result;
+}
+template <int Nu, bool Scaled>
+struct BesselI {
+  template <typename C> C operator()(C a) const {
+    return C(besselIOf<Nu, Scaled>(static_cast<double>(a)));
+  }
+};
+
 /// log(x / (1 - x)), x clamped to [lo, hi] (eps and 1 - eps in the storage
 /// type, as the CPU rounds them) unless lo < 0 (no eps).
 template <typename C>

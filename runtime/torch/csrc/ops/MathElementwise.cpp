@@ -1,5 +1,6 @@
 // The elementwise math functions beyond basic arithmetic on maia: the
-// error-function family (erfc, erfinv), exp2, frac, sinc, entr, logit,
+// error-function family (erfc, erfinv), the modified Bessel functions i0,
+// i0e, i1, i1e, exp2, frac, sinc, entr, logit,
 // nan_to_num, round with decimals, the shrink and threshold activations, copysign, hypot,
 // heaviside, logaddexp2, xlog1py, nextafter, gcd and lcm, computed by the
 // eager kernel binary (functors in runtime/kernels/eager/math_ops.h) with
@@ -48,6 +49,16 @@ Tensor& heavisideOut(const Tensor& self, const Tensor& values, Tensor& out) {
   TORCH_CHECK(self.dtype() == values.dtype() && (!out.defined() || self.dtype() == out.dtype()),
               "heaviside is not yet implemented for tensors with different dtypes.");
   return binaryOut("heaviside", Result::Common, self, values, out);
+}
+
+/// special.modified_bessel_i0/i1: i0 and i1 again, which the CPU computes
+/// for float32 and float64 only (and integers, promoted).
+Tensor& modifiedBesselOut(const char* kernel, const char* cpu_name, const Tensor& self,
+                          Tensor& out) {
+  const c10::ScalarType dtype = self.scalar_type();
+  TORCH_CHECK_NOT_IMPLEMENTED(dtype != at::kHalf && dtype != at::kBFloat16, "\"", cpu_name,
+                              "\" not implemented for '", c10::toString(dtype), "'");
+  return unaryOut(kernel, Result::FloatOnly, self, out);
 }
 
 Tensor& fracOut(const Tensor& self, Tensor& out) {
@@ -143,6 +154,17 @@ Tensor& roundDecimalsOut(const Tensor& self, int64_t decimals, Tensor& out) {
 
 }  // namespace
 
+/// A torch.special function NAME and NAME.out (no in-place form), integer
+/// inputs promoted to float.
+#define MAIA_SPECIAL_UNARY(NAME)                                                           \
+  m.impl(NAME, [](const Tensor& a) {                                                       \
+    Tensor out;                                                                            \
+    return unaryOut(NAME, Result::FloatOnly, a, out);                                      \
+  });                                                                                      \
+  m.impl(NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {                         \
+    return unaryOut(NAME, Result::FloatOnly, a, out);                                      \
+  })
+
 MAIA_NATIVE_KERNELS(m) {
   m.impl("round.decimals", [](const Tensor& a, int64_t decimals) {
     Tensor out;
@@ -156,12 +178,24 @@ MAIA_NATIVE_KERNELS(m) {
   MAIA_UNARY("erfinv", Result::FloatOnly);
   MAIA_UNARY("exp2", Result::FloatOnly);
   MAIA_UNARY("sinc", Result::FloatOnly);
-  m.impl("special_entr", [](const Tensor& a) {
+  MAIA_UNARY("i0", Result::FloatOnly);
+  MAIA_SPECIAL_UNARY("special_entr");
+  MAIA_SPECIAL_UNARY("special_i0e");
+  MAIA_SPECIAL_UNARY("special_i1");
+  MAIA_SPECIAL_UNARY("special_i1e");
+  m.impl("special_modified_bessel_i0", [](const Tensor& a) {
     Tensor out;
-    return unaryOut("special_entr", Result::FloatOnly, a, out);
+    return modifiedBesselOut("i0", "modified_bessel_i0_cpu", a, out);
   });
-  m.impl("special_entr.out", [](const Tensor& a, Tensor& out) -> Tensor& {
-    return unaryOut("special_entr", Result::FloatOnly, a, out);
+  m.impl("special_modified_bessel_i0.out", [](const Tensor& a, Tensor& out) -> Tensor& {
+    return modifiedBesselOut("i0", "modified_bessel_i0_cpu", a, out);
+  });
+  m.impl("special_modified_bessel_i1", [](const Tensor& a) {
+    Tensor out;
+    return modifiedBesselOut("special_i1", "modified_bessel_i1_cpu", a, out);
+  });
+  m.impl("special_modified_bessel_i1.out", [](const Tensor& a, Tensor& out) -> Tensor& {
+    return modifiedBesselOut("special_i1", "modified_bessel_i1_cpu", a, out);
   });
   m.impl("frac", [](const Tensor& a) {
     Tensor out;
