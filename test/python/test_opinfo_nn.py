@@ -1,5 +1,5 @@
 """OpInfo sweep of the native NN and indexing operators (runtime/torch/csrc/ops/: Softmax,
-LayerNorm, Loss, IndexSelect, Embedding, ScatterGather, Cat, Indexing; kernels in
+LayerNorm, Loss, IndexSelect, Embedding, ScatterGather, Cat, Indexing, Unfold; kernels in
 runtime/kernels/nn) and of the activations (ops/Elementwise.cpp, kernels in
 runtime/kernels/eager): PyTorch's own sample inputs run on maia and
 on the CPU, compared with torch.testing.assert_close for every dtype maia supports,
@@ -80,6 +80,7 @@ FORWARD_NATIVE = {
     "nonzero": {"aten::nonzero"},
     "argwhere": {"aten::nonzero"},
     "masked_select": {"aten::masked_select", "aten::nonzero", "aten::index"},
+    "nn.functional.unfold": {"aten::im2col"},
     **ACTIVATIONS_FORWARD,
 }
 BACKWARD_NATIVE = {
@@ -108,6 +109,7 @@ BACKWARD_NATIVE = {
     "index_put": {"aten::index", "aten::_index_put_impl_"},
     "__getitem__": {"aten::_index_put_impl_"},
     "masked_select": {"aten::_index_put_impl_"},
+    "nn.functional.unfold": {"aten::col2im"},
     **ACTIVATIONS_BACKWARD,
 }
 UNSUPPORTED_SAMPLE_KWARGS = {"out"}
@@ -145,6 +147,10 @@ def fallbacks_since(before, required):
     return {k: v for k, v in new_fallbacks(before).items() if k.split(".")[0] in required}
 
 
+# The im2col/col2im kernels are floating point: unfold of integers and bool runs on the host.
+HOST_FOR_NON_FLOATING = {"nn.functional.unfold"}
+
+
 @pytest.mark.parametrize("op,dtype", list(cases(OPS)))
 def test_matches_cpu(op, dtype):
     required = FORWARD_NATIVE[op.name]
@@ -153,6 +159,8 @@ def test_matches_cpu(op, dtype):
         grew = fallbacks_since(before, required)
         assert not grew, f"{op.name} fell back to the host for {grew}: {sample}"
 
+    if op.name in HOST_FOR_NON_FLOATING and not dtype.is_floating_point:
+        required = set()  # the counted host path (no integer kernels)
     check_forward_samples(op, dtype, UNSUPPORTED_SAMPLE_KWARGS, tolerances(op, dtype),
                           check_fallback)
 

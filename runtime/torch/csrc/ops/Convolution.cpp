@@ -27,6 +27,7 @@
 #include "MaiaStream.h"
 #include "WorkSplit.h"
 #include "conv_launch.h"
+#include "ops/ConvGeometry.h"
 #include "ops/EagerKernels.h"
 #include "ops/Fallback.h"
 #include "ops/HostRouting.h"
@@ -46,53 +47,6 @@ at::MemoryFormat outputFormat(const Tensor& input, const Tensor& weight) {
   return at::native::_determine_backend_memory_format(input, weight,
                                                       at::native::ConvBackend::Overrideable);
 }
-
-/// A 2-D convolution problem (1-D ones are 2-D with a height of 1).
-struct Conv2d {
-  int64_t n, c, h, w;        // input
-  int64_t o, kh, kw;         // weight (o output channels)
-  int64_t sh, sw, ph, pw, dh, dw, groups;
-  int64_t oh, ow;            // output
-
-  Conv2d(const Tensor& input, const Tensor& weight, c10::IntArrayRef stride,
-         c10::IntArrayRef padding, c10::IntArrayRef dilation, int64_t groups_)
-      : n(input.size(0)), c(input.size(1)), h(input.size(2)), w(input.size(3)),
-        o(weight.size(0)), kh(weight.size(2)), kw(weight.size(3)),
-        sh(stride[0]), sw(stride[1]), ph(padding[0]), pw(padding[1]),
-        dh(dilation[0]), dw(dilation[1]), groups(groups_) {
-    oh = (h + 2 * ph - dh * (kh - 1) - 1) / sh + 1;
-    ow = (w + 2 * pw - dw * (kw - 1) - 1) / sw + 1;
-  }
-  int64_t groupInputs() const { return c / groups; }
-  int64_t groupOutputs() const { return o / groups; }
-  int64_t taps() const { return kh * kw; }
-  int64_t columns() const { return n * oh * ow; }
-
-  /// The arguments of the im2col/col2im kernels: two memrefs, the geometry.
-  std::vector<maiaKernelArg> kernelArgs(const Tensor& first, const Tensor& second) const {
-    std::vector<maiaKernelArg> args = {memrefOf(first), memrefOf(second)};
-    for (int64_t v : {kh, kw, sh, sw, ph, pw, dh, dw, oh, ow}) args.push_back(intArg(v));
-    return args;
-  }
-
-  /// cols[(c * KH + i) * KW + j, (n * OH + y) * OW + x] = input[n, c, y*sh - ph + i*dh, x*sw - pw + j*dw],
-  /// zero in the padding: one kernel launch.
-  Tensor im2col(const Tensor& input) const {
-    int64_t rows = input.size(1) * taps();
-    Tensor cols = at::empty({rows, columns()}, input.options());
-    launchNn("im2col", input.scalar_type(), kernelArgs(cols, input),
-             programsFor(rows, cols.numel()), input.device());
-    return cols;
-  }
-
-  /// The adjoint of im2col: the input gradient of the columns' gradient.
-  void col2im(const Tensor& cols, const Tensor& input_grad) const {
-    int64_t planes = input_grad.size(0) * input_grad.size(1);
-    launchNn("col2im", input_grad.scalar_type(), kernelArgs(input_grad, cols),
-             programsFor(planes, input_grad.numel()), input_grad.device());
-  }
-
-};
 
 // 1-D convolutions as 2-D ones of height 1.
 Tensor as2d(const Tensor& t) { return t.dim() == 3 ? t.unsqueeze(2) : t; }
