@@ -162,3 +162,53 @@ def test_addbmm_error_is_the_cpus_or_less(dtype):
     cpu_error = (cpu.double() - exact).abs().max()
     maia_error = (maia.double() - exact).abs().max()
     assert maia_error <= 1.5 * cpu_error, (maia_error, cpu_error)
+
+
+COUNTING = ["bincount", "repeat_interleave", "isin", "median", "nanmedian", "vdot", "complex",
+            "polar"]
+# median/nanmedian with a dim return indices, which the CPU picks among ties by its selection
+# algorithm: those stay on the host; the whole-tensor forms are native.
+COUNTING_OPS = [op for op in op_db if op.name in COUNTING]
+
+
+def check_counting_fallbacks(op, dtype):
+    """The counted host paths these ops keep: median/nanmedian with a dim (tie indices),
+    vdot's GEMM in dtypes without a device GEMM, complex/polar of float16 (complex32)."""
+    def allowed(name):
+        return ((op.name in ("median", "nanmedian") and name.startswith(f"aten::{op.name}.dim"))
+                or (op.name == "vdot" and dtype not in DEVICE_GEMM_DTYPES and name == "aten::dot")
+                or (op.name in ("complex", "polar") and dtype == torch.float16))
+
+    def check(before, sample):
+        grew = {name for name in new_fallbacks(before) if not allowed(name)}
+        assert not grew, f"{op.name} fell back to the host for: {grew}: {sample}"
+    return check
+
+
+@pytest.mark.parametrize("op,dtype", list(cases(COUNTING_OPS)))
+def test_counting_ops_match_cpu(op, dtype):
+    check_forward_samples(op, dtype, UNSUPPORTED_SAMPLE_KWARGS,
+                          LOW_PRECISION_TOLERANCES.get(dtype, {}),
+                          check_counting_fallbacks(op, dtype))
+
+
+def test_counting_ops_edge_cases():
+    maia = torch.device("maia")
+    before = torch.maia.fallback_counts()
+    x = torch.tensor([1, 2, 2, 5])
+    for w in (None, torch.tensor([0.5, 1.0, 2.0, 3.0]), torch.tensor([1, 2, 3, 4])):
+        expected = torch.bincount(x, w, minlength=7)
+        actual = torch.bincount(x.to(maia), None if w is None else w.to(maia), minlength=7)
+        assert actual.dtype == expected.dtype
+        torch.testing.assert_close(actual.cpu(), expected)
+    torch.testing.assert_close(torch.repeat_interleave(torch.tensor([2, 0, 3, 0], device=maia))
+                               .cpu(), torch.repeat_interleave(torch.tensor([2, 0, 3, 0])))
+    for values in ([], [float("nan"), 1.0], [float("nan"), 1.0, 3.0], [float("nan")]):
+        t = torch.tensor(values)
+        for fn in (torch.median, torch.nanmedian):
+            torch.testing.assert_close(fn(t.to(maia)).cpu(), fn(t), equal_nan=True)
+    forbid_fallback(before, "counting ops")
+    with pytest.raises(RuntimeError, match="non-negative"):
+        torch.bincount(torch.tensor([-1], device=maia))
+    with pytest.raises(RuntimeError, match="can not be negative"):
+        torch.repeat_interleave(torch.tensor([2, -1], device=maia))

@@ -26,6 +26,7 @@ bool computesComplex(const char* name) {
       "ne.Tensor", "ne.Scalar", "ne.Tensor_out", "ne.Scalar_out", "ne_.Tensor", "ne_.Scalar",
       "conj_physical.out", "conj_physical_", "where.self", "where.self_out",
       "masked_fill_.Scalar", "masked_fill_.Tensor",
+      "complex.out", "polar.out",  // complex results of real inputs (ComplexConstruct.cpp)
   };
   const std::string_view op(name);
   for (std::string_view unary : kUnary) {

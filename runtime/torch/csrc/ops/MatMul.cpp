@@ -157,6 +157,14 @@ MAIA_NATIVE_KERNELS(m) {
     Tensor out = newEmpty({}, a.options());
     return dotOut(a, b, out);
   });
+  // vdot of real vectors is dot (complex ones take the host path: no complex GEMM).
+  m.impl("vdot", [](const Tensor& a, const Tensor& b) {
+    Tensor out = emptyResult(a, {});
+    return dotOut(a, b, out);
+  });
+  m.impl("vdot.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
+    return dotOut(a, b, out);
+  });
   m.impl("dot.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
     return dotOut(a, b, out);
   });
