@@ -136,9 +136,10 @@ T truncateLikeX86(double v) {
 /// pow(base, start + step * i) below steps / 2, pow(base, end - step *
 /// (steps - 1 - i)) from there, in double without FMA; integer dtypes take
 /// start and end as the integer type first (wrapping) and truncate the
-/// power as x86 converts. Measured against torch 2.13: integers bit for bit; floating dtypes
-/// within one rounding of the result (the CPU rounds the exponent to the
-/// element type on the way for some inputs, e.g. start 0.1).
+/// power as x86 converts; float16/bfloat16 round start and end to their type
+/// first, as the CPU does (4.3 is 4.3125 in bfloat16). Measured against
+/// torch 2.13: integers bit for bit; floating types within one rounding of
+/// the result (the CPU rounds parts of the exponent to the element type).
 /// args: out ([n], unit stride), start, end, base (f64).
 template <typename T>
 void logspace(void* const* args, const maia_grid_t* grid) {
@@ -147,6 +148,12 @@ void logspace(void* const* args, const maia_grid_t* grid) {
   const int64_t n = out.sizes[0];
   double start = scalar<double>(args, 1), end = scalar<double>(args, 2);
   const double base = scalar<double>(args, 3);
+  const int64_t halfway = n / 2;
+  auto slice = maia_kernel::programSlice(grid, n);
+  if constexpr (std::is_same_v<T, maia_eager::Half> || std::is_same_v<T, maia_eager::BFloat16>) {
+    start = load(store<T>(start));  // the bounds in T first: 4.3 is 4.3125 in bfloat16
+    end = load(store<T>(end));
+  }
   constexpr bool kInteger = std::is_integral_v<T>;
   double span = end - start;
   if constexpr (kInteger) {
@@ -157,8 +164,6 @@ void logspace(void* const* args, const maia_grid_t* grid) {
     span = static_cast<double>(last - first);  // in int (promoted), as the CPU's
   }
   const double step = span / static_cast<double>(n - 1);
-  const int64_t halfway = n / 2;
-  auto slice = maia_kernel::programSlice(grid, n);
   for (int64_t i = slice.begin; i < slice.end; ++i) {
     const double exponent = i < halfway
                                 ? start + unfused(step * static_cast<double>(i))
