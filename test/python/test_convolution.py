@@ -93,16 +93,27 @@ def test_transposed_convolution_forward_and_backward_on_device(input_shape, weig
                                                  else set())
 
 
-def test_transposed_convolution_with_output_padding_beyond_stride_runs_on_the_host():
+@pytest.mark.parametrize("options", [dict(stride=1, dilation=2, output_padding=1),
+                                     dict(stride=1, dilation=3, output_padding=2, padding=1),
+                                     dict(stride=(2, 1), dilation=(1, 3), output_padding=(1, 2),
+                                          padding=(0, 3))])
+def test_transposed_convolution_with_output_padding_beyond_stride(options):
     # PyTorch allows an output padding below the dilation: not the input gradient of any
-    # convolution (that one would be shorter), so it takes the counted host path.
-    x, w = torch.randn(1, 4, 5, 5), torch.randn(4, 2, 3, 3)
-    options = dict(stride=1, dilation=2, output_padding=1)
+    # convolution. The forward runs on the device (the full transposed convolution cropped
+    # by the padding, extended with zeros and the bias); the backward takes the host path.
+    x = torch.randn(1, 4, 5, 5, requires_grad=True)
+    w, b = torch.randn(4, 2, 3, 3), torch.randn(2)
+    xm = x.detach().to("maia").requires_grad_()
     torch.maia.reset_fallback_counts()
-    actual = F.conv_transpose2d(x.to("maia"), w.to("maia"), **options)
-    torch.testing.assert_close(actual.cpu(), F.conv_transpose2d(x, w, **options), atol=1e-4,
-                               rtol=1e-4)
-    assert torch.maia.fallback_counts() == {"aten::convolution_overrideable": 1}
+    actual = F.conv_transpose2d(xm, w.to("maia"), b.to("maia"), **options)
+    assert torch.maia.fallback_counts() == {}
+    expected = F.conv_transpose2d(x, w, b, **options)
+    torch.testing.assert_close(actual.cpu(), expected, atol=1e-4, rtol=1e-4)
+    grad = torch.randn_like(expected)
+    actual.backward(grad.to("maia"))
+    expected.backward(grad)
+    torch.testing.assert_close(xm.grad.cpu(), x.grad, atol=1e-4, rtol=1e-4)
+    assert torch.maia.fallback_counts() == {"aten::convolution_backward_overrideable": 1}
 
 
 @pytest.mark.parametrize("conv,shape", [(F.conv1d, (2, 3, 9)), (F.conv2d, (2, 3, 6, 6))])

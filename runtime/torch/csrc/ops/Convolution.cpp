@@ -21,6 +21,7 @@
 #include <ATen/ops/convolution_backward.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include "MaiaCheck.h"
@@ -55,14 +56,18 @@ std::vector<int64_t> params2d(c10::IntArrayRef values, int64_t fill) {
 }
 
 // The im2col/col2im kernels exist for the floating dtypes only: integer
-// convolutions (which the CPU has) take the counted host path. A transposed
-// convolution runs on the device when it is exactly the input gradient of a
-// convolution: an output padding below the stride (PyTorch also allows one
-// below the dilation, where the forward convolution would be shorter).
-bool runsOnDevice(const Tensor& input, bool transposed, c10::IntArrayRef stride,
-                  c10::IntArrayRef output_padding) {
-  if (!(input.dim() == 3 || input.dim() == 4) || !at::isFloatingType(input.scalar_type()))
-    return false;
+// convolutions (which the CPU has) take the counted host path.
+bool runsOnDevice(const Tensor& input) {
+  return (input.dim() == 3 || input.dim() == 4) && at::isFloatingType(input.scalar_type());
+}
+
+// A transposed convolution's backward runs on the device when the forward
+// was exactly the input gradient of a convolution: an output padding below
+// the stride (PyTorch also allows one below the dilation; that backward
+// takes the counted host path).
+bool backwardRunsOnDevice(const Tensor& input, bool transposed, c10::IntArrayRef stride,
+                          c10::IntArrayRef output_padding) {
+  if (!runsOnDevice(input)) return false;
   if (!transposed) return true;
   for (size_t d = 0; d < output_padding.size(); ++d)
     if (output_padding[d] >= stride[d]) return false;
@@ -214,6 +219,25 @@ Tensor deviceTransposedConvolution(const Tensor& input, const Tensor& weight, co
   Tensor x = as2d(input), wt = as2d(weight);
   const std::vector<int64_t> s = params2d(stride, 1), p = params2d(padding, 0),
                              d = params2d(dilation, 1), op = params2d(output_padding, 0);
+  if (op[0] >= s[0] || op[1] >= s[1]) {
+    // Not the input gradient of any convolution (PyTorch allows an output
+    // padding below the dilation): the full, uncropped transposed
+    // convolution, cropped by the padding and extended with zeros (and the
+    // bias) to the requested size.
+    Tensor full = deviceTransposedConvolution(x, wt, Tensor(), {s[0], s[1]}, {0, 0}, {0, 0},
+                                              {d[0], d[1]}, groups);
+    std::vector<int64_t> size = {x.size(0), wt.size(1) * groups};
+    for (int i = 0; i < 2; ++i) size.push_back(full.size(2 + i) - 2 * p[i] + op[i]);
+    Tensor out = at::zeros(size, x.options());
+    const int64_t rows = std::min(size[2], full.size(2) - p[0]);
+    const int64_t cols = std::min(size[3], full.size(3) - p[1]);
+    out.narrow(2, 0, rows).narrow(3, 0, cols).copy_(full.narrow(2, p[0], rows).narrow(3, p[1],
+                                                                                   cols));
+    if (bias.defined()) out.add_(bias.view({1, -1, 1, 1}));
+    if (input.dim() == 3) out = out.squeeze(2);
+    return out.contiguous(input.dim() == 3 ? at::MemoryFormat::Contiguous
+                                           : outputFormat(input, weight));
+  }
   std::vector<int64_t> size = {x.size(0), wt.size(1) * groups};
   for (int i = 0; i < 2; ++i)
     size.push_back((x.size(2 + i) - 1) * s[i] - 2 * p[i] + d[i] * (wt.size(2 + i) - 1) + op[i] +
@@ -258,7 +282,7 @@ std::tuple<Tensor, Tensor, Tensor> deviceTransposedConvolutionBackward(
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
                    bool transposed, c10::IntArrayRef output_padding, int64_t groups) {
-  if (runsOnDevice(input, transposed, stride, output_padding)) {
+  if (runsOnDevice(input)) {
     if (transposed)
       return deviceTransposedConvolution(input, weight, bias.value_or(Tensor()), stride, padding,
                                          output_padding, dilation, groups);
@@ -278,7 +302,7 @@ std::tuple<Tensor, Tensor, Tensor> convolutionBackward(
     c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
     bool transposed, c10::IntArrayRef output_padding, int64_t groups,
     std::array<bool, 3> output_mask) {
-  if (runsOnDevice(input, transposed, stride, output_padding)) {
+  if (backwardRunsOnDevice(input, transposed, stride, output_padding)) {
     const c10::ScalarType dtype = input.scalar_type();
     if (dtype == at::kHalf || dtype == at::kBFloat16) {
       // In float, rounded once: col2im sums GEMM columns (see the forward).
