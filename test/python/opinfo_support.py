@@ -1,7 +1,7 @@
 """What the OpInfo sweeps (test_opinfo_*.py) share: the dtypes maia supports,
 moving sample arguments to maia, parametrizing (op, dtype) cases, checking
 that an operation did not fall back to the host, the forward comparison of
-an op's samples, and the maia leaves of a gradient comparison."""
+an op's samples, and the gradient comparison of an op's samples."""
 
 import pytest
 import torch
@@ -94,6 +94,42 @@ def maia_leaves(values):
         return mapping.get(id(x), to_maia(x)) if isinstance(x, torch.Tensor) else x
 
     return leaves_cpu, leaves_maia, convert
+
+
+def check_gradient_samples(op, dtype, skip_kwargs, upstream=torch.randn_like,
+                           check_fallback=None, **tol):
+    """Compares the gradients of op's CPU samples at dtype on maia and on the CPU: every output
+    that requires grad (of tuple outputs too) gets upstream(output) as its gradient (randn by
+    default: ones would hide a wrong scale). check_fallback(before, sample) judges the
+    backward's host fallbacks since the counts `before`. Fails when no sample had a gradient."""
+    if dtype not in op.supported_backward_dtypes("cpu"):
+        pytest.skip(f"{op.name} has no CPU backward for {dtype}")
+    checked = 0
+    for sample in op.sample_inputs("cpu", dtype, requires_grad=True):
+        if skip_kwargs & set(sample.kwargs):
+            continue
+        expected = op(sample.input, *sample.args, **sample.kwargs)
+        outputs = expected if isinstance(expected, tuple) else (expected,)
+        keep = [i for i, t in enumerate(outputs)
+                if isinstance(t, torch.Tensor) and t.requires_grad]
+        if not keep:
+            continue
+        leaves_cpu, leaves_maia, convert = maia_leaves([sample.input, sample.args,
+                                                        sample.kwargs])
+        actual = run_on_maia(op, sample, convert)
+        actual = actual if isinstance(actual, tuple) else (actual,)
+        grads = [upstream(outputs[i]) for i in keep]
+        expected_grads = torch.autograd.grad([outputs[i] for i in keep], leaves_cpu, grads,
+                                             allow_unused=True)
+        before = torch.maia.fallback_counts()
+        actual_grads = torch.autograd.grad([actual[i] for i in keep], leaves_maia,
+                                           [g.to("maia") for g in grads], allow_unused=True)
+        if check_fallback is not None:
+            check_fallback(before, sample)
+        assert_grads_close(expected_grads, actual_grads,
+                           msg=lambda m, sample=sample: f"{op.name} {sample}: {m}", **tol)
+        checked += 1
+    assert checked, f"no sample of {op.name} had a gradient to compare"
 
 
 def assert_grads_close(expected_grads, actual_grads, **tol):

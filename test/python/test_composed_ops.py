@@ -9,9 +9,8 @@ import pytest
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
 
-from opinfo_support import (LOW_PRECISION_TOLERANCES, assert_grads_close, cases,
-                            check_forward_samples, forbid_fallback, maia_leaves, new_fallbacks,
-                            run_on_maia)
+from opinfo_support import (LOW_PRECISION_TOLERANCES, cases, check_forward_samples,
+                            check_gradient_samples, forbid_fallback, new_fallbacks)
 
 COMPOSED = ["count_nonzero", "aminmax", "trace", "eye", "index_fill", "index_copy", "take",
             "put", "linalg.cross", "cross", "unique", "unique_consecutive", "masked_scatter",
@@ -61,29 +60,8 @@ GRAD_OPS = [op for op in OPS if op.supports_autograd]
 @pytest.mark.parametrize("op", GRAD_OPS, ids=lambda op: op.name)
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_gradients_match_cpu(op, dtype):
-    if dtype not in op.supported_backward_dtypes("cpu"):
-        pytest.skip(f"{op.name} has no CPU backward for {dtype}")
-    checked = 0
-    for sample in op.sample_inputs("cpu", dtype, requires_grad=True):
-        if UNSUPPORTED_SAMPLE_KWARGS & set(sample.kwargs):
-            continue
-        expected = op(sample.input, *sample.args, **sample.kwargs)
-        outputs = list(expected) if isinstance(expected, tuple) else [expected]  # aminmax
-        if not any(t.requires_grad for t in outputs):
-            continue
-        leaves_cpu, leaves_maia, convert = maia_leaves([sample.input, sample.args,
-                                                        sample.kwargs])
-        actual = run_on_maia(op, sample, convert)
-        actual = list(actual) if isinstance(actual, tuple) else [actual]
-        grads = [torch.randn_like(t) for t in outputs]
-        expected_grads = torch.autograd.grad(outputs, leaves_cpu, grads, allow_unused=True)
-        before = torch.maia.fallback_counts()
-        actual_grads = torch.autograd.grad(actual, leaves_maia, [g.to("maia") for g in grads],
-                                           allow_unused=True)
-        check_fallbacks(op, dtype)(before, sample)
-        assert_grads_close(expected_grads, actual_grads, **tolerances(op, dtype))
-        checked += 1
-    assert checked, "no differentiable samples"
+    check_gradient_samples(op, dtype, UNSUPPORTED_SAMPLE_KWARGS,
+                           check_fallback=check_fallbacks(op, dtype), **tolerances(op, dtype))
 
 
 def test_errors_match_cpu():

@@ -9,9 +9,8 @@ import pytest
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
 
-from opinfo_support import (LOW_PRECISION_TOLERANCES, assert_grads_close, cases,
-                            check_forward_samples, forbid_fallback, maia_leaves, new_fallbacks,
-                            run_on_maia)
+from opinfo_support import (LOW_PRECISION_TOLERANCES, cases, check_forward_samples,
+                            check_gradient_samples, forbid_fallback, new_fallbacks)
 
 NATIVE = [
     "add", "sub", "mul", "div", "floor_divide", "maximum", "minimum", "pow",
@@ -79,21 +78,5 @@ GRAD_OPS = [op for op in OPS if op.supports_autograd]
 @pytest.mark.parametrize("op", GRAD_OPS, ids=lambda op: f"{op.name}.{op.variant_test_name}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_gradients_match_cpu(op, dtype):
-    if dtype not in op.supported_backward_dtypes("cpu"):
-        pytest.skip(f"{op.name} has no CPU backward for {dtype}")
-    checked = 0
-    for sample in op.sample_inputs("cpu", dtype, requires_grad=True):
-        if UNSUPPORTED_SAMPLE_KWARGS & set(sample.kwargs):
-            continue
-        expected = op(sample.input, *sample.args, **sample.kwargs)
-        if not isinstance(expected, torch.Tensor) or not expected.requires_grad:
-            continue
-        leaves_cpu, leaves_maia, convert = maia_leaves([sample.input, *sample.args])
-        actual = run_on_maia(op, sample, convert)
-        grad = torch.ones_like(expected)
-        expected_grads = torch.autograd.grad(expected, leaves_cpu, grad, allow_unused=True)
-        actual_grads = torch.autograd.grad(actual, leaves_maia, grad.to("maia"),
-                                           allow_unused=True)
-        assert_grads_close(expected_grads, actual_grads, **tolerances(op, dtype))
-        checked += 1
-    assert checked > 0, f"no sample of {op.name} had a gradient to compare"
+    check_gradient_samples(op, dtype, UNSUPPORTED_SAMPLE_KWARGS, upstream=torch.ones_like,
+                           **tolerances(op, dtype))

@@ -14,8 +14,8 @@ import torch
 import torch.nn.functional as F
 from torch.testing._internal.common_methods_invocations import op_db
 
-from opinfo_support import (LOW_PRECISION_TOLERANCES, assert_grads_close, cases,
-                            check_forward_samples, forbid_fallback, maia_leaves, run_on_maia)
+from opinfo_support import (LOW_PRECISION_TOLERANCES, cases, check_forward_samples,
+                            check_gradient_samples, forbid_fallback)
 
 MATH = ["erfc", "erfinv", "exp2", "frac", "sinc", "special.entr", "logit", "nan_to_num",
         "nn.functional.hardshrink", "nn.functional.softshrink", "nn.functional.threshold",
@@ -59,27 +59,10 @@ GRAD_OPS = [op for op in OPS if op.supports_autograd]
 @pytest.mark.parametrize("op", GRAD_OPS, ids=lambda op: f"{op.name}.{op.variant_test_name}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_gradients_match_cpu(op, dtype):
-    if dtype not in op.supported_backward_dtypes("cpu"):
-        pytest.skip(f"{op.name} has no CPU backward for {dtype}")
-    checked = 0
-    for sample in op.sample_inputs("cpu", dtype, requires_grad=True):
-        if UNSUPPORTED_SAMPLE_KWARGS & set(sample.kwargs):
-            continue
-        expected = op(sample.input, *sample.args, **sample.kwargs)
-        if not isinstance(expected, torch.Tensor) or not expected.requires_grad:
-            continue
-        leaves_cpu, leaves_maia, convert = maia_leaves([sample.input, sample.args,
-                                                        sample.kwargs])
-        actual = run_on_maia(op, sample, convert)
-        grad = torch.randn_like(expected)  # non-uniform: ones would hide a wrong scale
-        expected_grads = torch.autograd.grad(expected, leaves_cpu, grad, allow_unused=True)
-        before = torch.maia.fallback_counts()
-        actual_grads = torch.autograd.grad(actual, leaves_maia, grad.to("maia"),
-                                           allow_unused=True)
-        forbid_fallback(before, f"{op.name} backward")
-        assert_grads_close(expected_grads, actual_grads, **tolerances(op, dtype))
-        checked += 1
-    assert checked, "no differentiable samples"
+    check_gradient_samples(op, dtype, UNSUPPORTED_SAMPLE_KWARGS,
+                           check_fallback=lambda before, sample: forbid_fallback(
+                               before, f"{op.name} backward"),
+                           **tolerances(op, dtype))
 
 
 SPECIAL = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1.0, -1.0, 0.5,

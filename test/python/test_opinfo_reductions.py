@@ -12,9 +12,9 @@ import pytest
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
 
-from opinfo_support import (LOW_PRECISION_TOLERANCES, assert_close_tree, assert_grads_close,
-                            cases, check_forward_samples, forbid_fallback, maia_leaves,
-                            run_on_maia, to_maia)
+from opinfo_support import (LOW_PRECISION_TOLERANCES, assert_close_tree, cases,
+                            check_forward_samples, check_gradient_samples, forbid_fallback,
+                            to_maia)
 
 # (op_db name, variant_test_name)
 NATIVE = [
@@ -68,30 +68,7 @@ GRAD_OPS = [op for op in OPS if op.supports_autograd]
 @pytest.mark.parametrize("op", GRAD_OPS, ids=lambda op: f"{op.name}.{op.variant_test_name}")
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_gradients_match_cpu(op, dtype):
-    if dtype not in op.supported_backward_dtypes("cpu"):
-        pytest.skip(f"{op.name} has no CPU backward for {dtype}")
-    checked = 0
-    for sample in op.sample_inputs("cpu", dtype, requires_grad=True):
-        if UNSUPPORTED_SAMPLE_KWARGS & set(sample.kwargs):
-            continue
-        expected = op(sample.input, *sample.args, **sample.kwargs)
-        outputs = expected if isinstance(expected, tuple) else (expected,)
-        keep = [i for i, t in enumerate(outputs)
-                if isinstance(t, torch.Tensor) and t.requires_grad]
-        if not keep:
-            continue
-        leaves_cpu, leaves_maia, convert = maia_leaves([sample.input, *sample.args])
-        actual = run_on_maia(op, sample, convert)
-        actual = actual if isinstance(actual, tuple) else (actual,)
-        outs_cpu = [outputs[i] for i in keep]
-        outs_maia = [actual[i] for i in keep]
-        grads = [torch.ones_like(t) for t in outs_cpu]
-        expected_grads = torch.autograd.grad(outs_cpu, leaves_cpu, grads, allow_unused=True)
-        actual_grads = torch.autograd.grad(outs_maia, leaves_maia, [g.to("maia") for g in grads],
-                                           allow_unused=True)
-        assert_grads_close(expected_grads, actual_grads)
-        checked += 1
-    assert checked > 0, f"no sample of {op.name} had a gradient to compare"
+    check_gradient_samples(op, dtype, UNSUPPORTED_SAMPLE_KWARGS, upstream=torch.ones_like)
 
 
 # ---------------------------------------------------------------- targeted cases

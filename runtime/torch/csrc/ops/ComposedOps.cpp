@@ -4,8 +4,8 @@
 // index_copy, take, put, masked_scatter, renorm, linalg_cross, unique and
 // unique_consecutive. None synchronizes with the
 // host but unique (its size) and masked_scatter with an empty source.
-#include <ATen/ExpandUtils.h>
 #include <ATen/AccumulateType.h>
+#include <ATen/ExpandUtils.h>
 #include <ATen/WrapDimUtils.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/amax.h>
@@ -169,6 +169,27 @@ Tensor linalgCross(const Tensor& self, const Tensor& other, int64_t dim) {
   return at::stack({component(1, 2), component(2, 0), component(0, 1)}, d);
 }
 
+/// Where groups of equal neighbours start in rows [n, rest] (n >= 1): the
+/// first row, and every row differing anywhere from the previous one (NaN
+/// differs from everything, so each NaN starts a group, as on the CPU).
+Tensor groupStarts(const Tensor& rows) {
+  const int64_t n = rows.size(0);
+  Tensor starts = newEmpty({n}, rows.options().dtype(at::kBool));
+  starts.narrow(0, 0, 1).fill_(true);
+  Tensor later = starts.narrow(0, 1, n - 1);
+  at::any_out(later, rows.narrow(0, 1, n - 1).ne(rows.narrow(0, 0, n - 1)), 1);
+  return starts;
+}
+
+/// The first row of each group (starts from groupStarts) shaped as `shape`
+/// with its first size replaced by the number of groups.
+Tensor firstOfGroups(const Tensor& rows, const Tensor& starts, c10::IntArrayRef shape) {
+  Tensor firsts = at::nonzero(starts).view({-1});
+  std::vector<int64_t> sizes = shape.vec();
+  sizes[0] = firsts.numel();
+  return rows.index_select(0, firsts).view(sizes);
+}
+
 /// torch.unique by a stable sort: a value starts a group where it differs
 /// from its predecessor (each NaN its own group, as the CPU's); the group
 /// numbers scattered back through the sort's permutation are the inverse
@@ -182,11 +203,8 @@ std::tuple<Tensor, Tensor, Tensor> unique2(const Tensor& self, bool sorted, bool
   Tensor inverse = newEmpty(return_inverse ? self.sizes() : c10::IntArrayRef{0}, longs);
   if (n == 0) return {newEmpty({0}, self.options()), inverse, newEmpty({0}, longs)};
   auto [values, order] = flat.sort(/*stable=*/true, 0, /*descending=*/false);
-  Tensor starts = newEmpty({n}, self.options().dtype(at::kBool));
-  starts.narrow(0, 0, 1).fill_(true);
-  Tensor later = starts.narrow(0, 1, n - 1);
-  at::ne_out(later, values.narrow(0, 1, n - 1), values.narrow(0, 0, n - 1));
-  Tensor unique = values.masked_select(starts);
+  Tensor starts = groupStarts(values.view({n, 1}));
+  Tensor unique = firstOfGroups(values, starts, {n});
   Tensor counts = newEmpty({0}, longs);
   if (return_inverse || return_counts) {
     Tensor group = starts.cumsum(0, at::kLong).sub_(1);
@@ -222,20 +240,14 @@ std::tuple<Tensor, Tensor, Tensor> uniqueDim(const Tensor& self, int64_t dim, bo
     order = order.index_select(0, std::get<1>(keys.sort(/*stable=*/true, 0, false)));
   }
   Tensor sorted_rows = rows.index_select(0, order);
-  Tensor starts = newEmpty({n}, self.options().dtype(at::kBool));
-  starts.narrow(0, 0, 1).fill_(true);
-  Tensor later = starts.narrow(0, 1, n - 1);
-  at::any_out(later, sorted_rows.narrow(0, 1, n - 1).ne(sorted_rows.narrow(0, 0, n - 1)), 1);
-  Tensor firsts = at::nonzero(starts).view({-1});
-  std::vector<int64_t> shape = moved.sizes().vec();
-  shape[0] = firsts.numel();
-  Tensor unique = sorted_rows.index_select(0, firsts).view(shape).movedim(0, d);
+  Tensor starts = groupStarts(sorted_rows);
+  Tensor unique = firstOfGroups(sorted_rows, starts, moved.sizes()).movedim(0, d);
   Tensor inverse = newEmpty({return_inverse ? n : 0}, longs);
   Tensor counts = newEmpty({0}, longs);
   if (return_inverse || return_counts) {
     Tensor group = starts.cumsum(0, at::kLong).sub_(1);
     if (return_inverse) inverse.scatter_(0, order, group);
-    if (return_counts) counts = at::zeros({firsts.numel()}, longs).scatter_add_(
+    if (return_counts) counts = at::zeros({unique.size(d)}, longs).scatter_add_(
                            0, group, at::ones_like(group));
   }
   return {unique.contiguous(), inverse, counts};
@@ -259,20 +271,15 @@ std::tuple<Tensor, Tensor, Tensor> uniqueConsecutive(const Tensor& self, bool re
             newEmpty({0}, longs)};
   }
   Tensor rows = moved.reshape({n, -1});
-  Tensor starts = newEmpty({n}, self.options().dtype(at::kBool));
-  starts.narrow(0, 0, 1).fill_(true);
-  Tensor later = starts.narrow(0, 1, n - 1);
-  at::any_out(later, rows.narrow(0, 1, n - 1).ne(rows.narrow(0, 0, n - 1)), 1);
-  Tensor firsts = at::nonzero(starts).view({-1});
-  std::vector<int64_t> shape = moved.sizes().vec();
-  shape[0] = firsts.numel();
-  Tensor unique = rows.index_select(0, firsts).view(shape);
+  Tensor starts = groupStarts(rows);
+  Tensor unique = firstOfGroups(rows, starts, moved.sizes());
   if (dim.has_value()) unique = unique.movedim(0, d).contiguous();
   Tensor group = starts.cumsum(0, at::kLong).sub_(1);
   Tensor inverse = return_inverse ? group.view(inverse_shape) : newEmpty({0}, longs);
   Tensor counts = newEmpty({0}, longs);
   if (return_counts)
-    counts = at::zeros({firsts.numel()}, longs).scatter_add_(0, group, at::ones_like(group));
+    counts = at::zeros({unique.size(dim.has_value() ? d : 0)}, longs)
+                 .scatter_add_(0, group, at::ones_like(group));
   return {unique, inverse, counts};
 }
 
