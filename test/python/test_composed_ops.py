@@ -9,8 +9,9 @@ import pytest
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
 
-from opinfo_support import (LOW_PRECISION_TOLERANCES, cases, check_forward_samples,
-                            check_gradient_samples, forbid_fallback, new_fallbacks)
+from opinfo_support import (DEVICE_GEMM_DTYPES, LOW_PRECISION_TOLERANCES, MATMUL_TOLERANCES,
+                            cases, check_forward_samples, check_gradient_samples,
+                            forbid_fallback, new_fallbacks)
 
 COMPOSED = ["count_nonzero", "aminmax", "trace", "eye", "index_fill", "index_copy", "take",
             "put", "linalg.cross", "cross", "unique", "unique_consecutive", "masked_scatter",
@@ -23,9 +24,8 @@ def test_every_listed_op_is_in_op_db():
     assert {op.name for op in OPS} == set(COMPOSED)
 
 
-# addbmm's products: dtypes without a device GEMM compute on the host inside the GEMMs, counted
+# addbmm's products outside DEVICE_GEMM_DTYPES compute on the host inside the GEMMs, counted
 # under the GEMM operators (addmm forward, bmm/mm backward).
-DEVICE_GEMM_DTYPES = {torch.float32, torch.float16, torch.bfloat16}
 
 
 def check_fallbacks(op, dtype):
@@ -38,9 +38,6 @@ def check_fallbacks(op, dtype):
 
 
 # addbmm sums in another order than the CPU's BLAS (test_addbmm_error_is_the_cpus_or_less).
-MATMUL_TOLERANCES = {torch.float32: dict(atol=1e-4, rtol=1e-5),
-                     torch.float16: dict(atol=1e-2, rtol=1e-2),
-                     torch.bfloat16: dict(atol=5e-2, rtol=2e-2)}
 
 
 def tolerances(op, dtype):

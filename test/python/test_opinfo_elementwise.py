@@ -9,8 +9,9 @@ import pytest
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
 
-from opinfo_support import (LOW_PRECISION_TOLERANCES, cases, check_forward_samples,
-                            check_gradient_samples, forbid_fallback, new_fallbacks)
+from opinfo_support import (DEVICE_GEMM_DTYPES, LOW_PRECISION_TOLERANCES, MATMUL_TOLERANCES,
+                            cases, check_forward_samples, check_gradient_samples,
+                            forbid_fallback, new_fallbacks)
 
 NATIVE = [
     "add", "sub", "mul", "div", "floor_divide", "maximum", "minimum", "pow",
@@ -36,18 +37,10 @@ OPS = [op for op in op_db if op.name in NATIVE and op.variant_test_name in ("", 
 # Low-precision results may differ from the CPU's by one rounding step (the
 # CPU contracts a + alpha * b into an FMA, for instance).
 TOLERANCES = LOW_PRECISION_TOLERANCES
-# Matrix products sum in another order than the CPU's BLAS (blocked K).
+# Matrix products (MATMUL_TOLERANCES): float64 and integer ones compute on the
+# host inside exactly these GEMM operators.
 MATMUL_OPS = {"mm", "addmm", "bmm", "baddbmm", "matmul", "nn.functional.linear", "dot", "mv",
               "addmv"}
-MATMUL_TOLERANCES = {torch.float32: dict(atol=1e-4, rtol=1e-5),
-                     torch.float16: dict(atol=1e-2, rtol=1e-2),
-                     torch.bfloat16: dict(atol=5e-2, rtol=2e-2)}
-
-
-# The device GEMM covers these dtypes; float64 and integer products compute
-# on the host inside the GEMM operators (no device kernel yet), counted as
-# fallbacks of exactly these operators.
-DEVICE_GEMM_DTYPES = {torch.float32, torch.float16, torch.bfloat16}
 GEMM_HOST_FALLBACKS = {"aten::mm", "aten::bmm", "aten::addmm", "aten::baddbmm", "aten::dot",
                        "aten::addmv"}
 

@@ -52,10 +52,14 @@ struct Compute<BFloat16> {
 template <typename T>
 using compute_t = typename Compute<T>::type;
 
+/// Whether T is a 16-bit float type computed in float (float16, bfloat16).
+template <typename T>
+inline constexpr bool kIsReducedFloat = std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>;
+
 /// Loads a storage value as its compute type.
 template <typename T>
 inline compute_t<T> load(const T& v) {
-  if constexpr (std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>)
+  if constexpr (kIsReducedFloat<T>)
     return toFloat(v);
   else
     return v;

@@ -68,7 +68,7 @@ void arange(void* const* args, const maia_grid_t* grid) {
 /// integers compute in double and truncate at the store.
 template <typename T, typename S>
 S fusedStep(S a, S b, int64_t c, bool subtract) {
-  if constexpr (std::is_same_v<T, maia_eager::Half> || std::is_same_v<T, maia_eager::BFloat16>) {
+  if constexpr (maia_eager::kIsReducedFloat<T>) {
     const float product = load(store<T>(load(b) * load(store<T>(static_cast<float>(c)))));
     return store<T>(subtract ? load(a) - product : load(a) + product);
   } else {
@@ -79,13 +79,12 @@ S fusedStep(S a, S b, int64_t c, bool subtract) {
 /// linspace's fill, bit for bit as the CPU's kernel (RangeFactoriesKernel.cpp):
 /// out[i] = start + step * i below steps / 2, end - step * (steps - 1 - i)
 /// from there, the step (end - start) / (steps - 1) in the element type for
-/// floating types, in double for integers. (Measured with torch 2.13: every
-/// element follows this scalar formula; the CPU's vector path is not taken.)
+/// floating types, in double for integers. Every element follows this scalar
+/// formula: unlike arange's, the CPU's linspace never takes its vector path.
 /// args: out ([n], unit stride), start, end (f64).
 template <typename T>
 void linspace(void* const* args, const maia_grid_t* grid) {
-  constexpr bool kReduced =
-      std::is_same_v<T, maia_eager::Half> || std::is_same_v<T, maia_eager::BFloat16>;
+  constexpr bool kReduced = maia_eager::kIsReducedFloat<T>;
   using S = std::conditional_t<kReduced || std::is_floating_point_v<T>, T, double>;
   const auto& out = memref<T, 1>(args, 0);
   T* y = out.aligned + out.offset;
@@ -137,9 +136,9 @@ T truncateLikeX86(double v) {
 /// (steps - 1 - i)) from there, in double without FMA; integer dtypes take
 /// start and end as the integer type first (wrapping) and truncate the
 /// power as x86 converts; float16/bfloat16 round start and end to their type
-/// first, as the CPU does (4.3 is 4.3125 in bfloat16). Measured against
-/// torch 2.13: integers bit for bit; floating types within one rounding of
-/// the result (the CPU rounds parts of the exponent to the element type).
+/// first, as the CPU does (4.3 is 4.3125 in bfloat16). Integers match the
+/// CPU bit for bit; floating types within one rounding of the result (the
+/// CPU rounds parts of the exponent to the element type).
 /// args: out ([n], unit stride), start, end, base (f64).
 template <typename T>
 void logspace(void* const* args, const maia_grid_t* grid) {
@@ -150,7 +149,7 @@ void logspace(void* const* args, const maia_grid_t* grid) {
   const double base = scalar<double>(args, 3);
   const int64_t halfway = n / 2;
   auto slice = maia_kernel::programSlice(grid, n);
-  if constexpr (std::is_same_v<T, maia_eager::Half> || std::is_same_v<T, maia_eager::BFloat16>) {
+  if constexpr (maia_eager::kIsReducedFloat<T>) {
     start = load(store<T>(start));  // the bounds in T first: 4.3 is 4.3125 in bfloat16
     end = load(store<T>(end));
   }

@@ -143,14 +143,11 @@ Tensor& putOp(Tensor& self, const Tensor& index, const Tensor& source, bool accu
   if (index.numel() == 0) return self;
   IndexList indices;
   indices.push_back(index.reshape({-1}));
-  if (self.is_contiguous()) {
-    Tensor flat = self.view({-1});
-    flat.index_put_(indices, source.reshape({-1}), accumulate);
-    return self;
-  }
+  // A strided self is written through a contiguous copy, then copied back.
   Tensor flat = self.contiguous().view({-1});
   flat.index_put_(indices, source.reshape({-1}), accumulate);
-  return self.copy_(flat.view(self.sizes()));
+  if (!flat.is_alias_of(self)) self.copy_(flat.view(self.sizes()));
+  return self;
 }
 
 /// linalg_cross: the components' products along dim (inputs broadcast).
@@ -190,6 +187,11 @@ Tensor firstOfGroups(const Tensor& rows, const Tensor& starts, c10::IntArrayRef 
   return rows.index_select(0, firsts).view(sizes);
 }
 
+/// How many members each of `groups` groups has, from each member's group.
+Tensor groupSizes(const Tensor& group, int64_t groups) {
+  return at::zeros({groups}, group.options()).scatter_add_(0, group, at::ones_like(group));
+}
+
 /// torch.unique by a stable sort: a value starts a group where it differs
 /// from its predecessor (each NaN its own group, as the CPU's); the group
 /// numbers scattered back through the sort's permutation are the inverse
@@ -209,10 +211,7 @@ std::tuple<Tensor, Tensor, Tensor> unique2(const Tensor& self, bool sorted, bool
   if (return_inverse || return_counts) {
     Tensor group = starts.cumsum(0, at::kLong).sub_(1);
     if (return_inverse) inverse.view({-1}).scatter_(0, order, group);
-    if (return_counts) {
-      counts = at::zeros({unique.numel()}, longs);
-      counts.scatter_add_(0, group, at::ones_like(group));
-    }
+    if (return_counts) counts = groupSizes(group, unique.numel());
   }
   return {unique, inverse, counts};
 }
@@ -247,8 +246,7 @@ std::tuple<Tensor, Tensor, Tensor> uniqueDim(const Tensor& self, int64_t dim, bo
   if (return_inverse || return_counts) {
     Tensor group = starts.cumsum(0, at::kLong).sub_(1);
     if (return_inverse) inverse.scatter_(0, order, group);
-    if (return_counts) counts = at::zeros({unique.size(d)}, longs).scatter_add_(
-                           0, group, at::ones_like(group));
+    if (return_counts) counts = groupSizes(group, unique.size(d));
   }
   return {unique.contiguous(), inverse, counts};
 }
@@ -277,9 +275,7 @@ std::tuple<Tensor, Tensor, Tensor> uniqueConsecutive(const Tensor& self, bool re
   Tensor group = starts.cumsum(0, at::kLong).sub_(1);
   Tensor inverse = return_inverse ? group.view(inverse_shape) : newEmpty({0}, longs);
   Tensor counts = newEmpty({0}, longs);
-  if (return_counts)
-    counts = at::zeros({unique.size(dim.has_value() ? d : 0)}, longs)
-                 .scatter_add_(0, group, at::ones_like(group));
+  if (return_counts) counts = groupSizes(group, unique.size(dim.has_value() ? d : 0));
   return {unique, inverse, counts};
 }
 

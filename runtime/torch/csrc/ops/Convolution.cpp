@@ -207,10 +207,10 @@ Tensor deviceTransposedConvolution(const Tensor& input, const Tensor& weight, co
                                    c10::IntArrayRef stride, c10::IntArrayRef padding,
                                    c10::IntArrayRef output_padding, c10::IntArrayRef dilation,
                                    int64_t groups) {
-  if (input.scalar_type() == at::kHalf || input.scalar_type() == at::kBFloat16) {
+  if (at::isReducedFloatingType(input.scalar_type())) {
     // col2im sums the GEMM's columns: in float, as the CPU sums them, with
-    // one rounding at the end (rounding each column first was 3x the CPU's
-    // error on op_db's bfloat16 samples).
+    // one rounding at the end; columns rounded to the 16-bit type first
+    // would add a rounding error per overlapping tap.
     return deviceTransposedConvolution(input.to(at::kFloat), weight.to(at::kFloat),
                                        bias.defined() ? bias.to(at::kFloat) : bias, stride,
                                        padding, output_padding, dilation, groups)
@@ -219,38 +219,33 @@ Tensor deviceTransposedConvolution(const Tensor& input, const Tensor& weight, co
   Tensor x = as2d(input), wt = as2d(weight);
   const std::vector<int64_t> s = params2d(stride, 1), p = params2d(padding, 0),
                              d = params2d(dilation, 1), op = params2d(output_padding, 0);
-  if (op[0] >= s[0] || op[1] >= s[1]) {
-    // Not the input gradient of any convolution (PyTorch allows an output
-    // padding below the dilation): the full, uncropped transposed
-    // convolution, cropped by the padding and extended with zeros (and the
-    // bias) to the requested size.
-    Tensor full = deviceTransposedConvolution(x, wt, Tensor(), {s[0], s[1]}, {0, 0}, {0, 0},
-                                              {d[0], d[1]}, groups);
-    std::vector<int64_t> size = {x.size(0), wt.size(1) * groups};
-    for (int i = 0; i < 2; ++i) size.push_back(full.size(2 + i) - 2 * p[i] + op[i]);
-    Tensor out = at::zeros(size, x.options());
-    const int64_t rows = std::min(size[2], full.size(2) - p[0]);
-    const int64_t cols = std::min(size[3], full.size(3) - p[1]);
-    out.narrow(2, 0, rows).narrow(3, 0, cols).copy_(full.narrow(2, p[0], rows).narrow(3, p[1],
-                                                                                   cols));
-    if (bias.defined()) out.add_(bias.view({1, -1, 1, 1}));
-    if (input.dim() == 3) out = out.squeeze(2);
-    return out.contiguous(input.dim() == 3 ? at::MemoryFormat::Contiguous
-                                           : outputFormat(input, weight));
-  }
   std::vector<int64_t> size = {x.size(0), wt.size(1) * groups};
   for (int i = 0; i < 2; ++i)
     size.push_back((x.size(2 + i) - 1) * s[i] - 2 * p[i] + d[i] * (wt.size(2 + i) - 1) + op[i] +
                    1);
-  Tensor out = at::empty(size, x.options());
-  Conv2d conv(out, wt, s, p, d, groups);
-  TORCH_INTERNAL_ASSERT(conv.oh == x.size(2) && conv.ow == x.size(3));
-  const int64_t cg = conv.groupInputs(), og = conv.groupOutputs();
-  if (out.numel() > 0) {
-    Tensor pixels = x.permute({1, 0, 2, 3}).reshape({conv.o, conv.columns()});
-    for (int64_t g = 0; g < groups; ++g) {
-      Tensor kernel = wt.narrow(0, g * og, og).reshape({og, cg * conv.taps()});
-      conv.col2im(kernel.t().mm(pixels.narrow(0, g * og, og)), out.narrow(1, g * cg, cg));
+  Tensor out;
+  if (op[0] >= s[0] || op[1] >= s[1]) {
+    // Not the input gradient of any convolution (PyTorch allows an output
+    // padding below the dilation): the full, uncropped transposed
+    // convolution, cropped by the padding and extended with zeros.
+    Tensor full = deviceTransposedConvolution(x, wt, Tensor(), {s[0], s[1]}, {0, 0}, {0, 0},
+                                              {d[0], d[1]}, groups);
+    out = at::zeros(size, x.options());
+    const int64_t rows = std::min(size[2], full.size(2) - p[0]);
+    const int64_t cols = std::min(size[3], full.size(3) - p[1]);
+    out.narrow(2, 0, rows).narrow(3, 0, cols).copy_(full.narrow(2, p[0], rows).narrow(3, p[1],
+                                                                                   cols));
+  } else {
+    out = at::empty(size, x.options());
+    Conv2d conv(out, wt, s, p, d, groups);
+    TORCH_INTERNAL_ASSERT(conv.oh == x.size(2) && conv.ow == x.size(3));
+    const int64_t cg = conv.groupInputs(), og = conv.groupOutputs();
+    if (out.numel() > 0) {
+      Tensor pixels = x.permute({1, 0, 2, 3}).reshape({conv.o, conv.columns()});
+      for (int64_t g = 0; g < groups; ++g) {
+        Tensor kernel = wt.narrow(0, g * og, og).reshape({og, cg * conv.taps()});
+        conv.col2im(kernel.t().mm(pixels.narrow(0, g * og, og)), out.narrow(1, g * cg, cg));
+      }
     }
   }
   if (bias.defined()) out.add_(bias.view({1, -1, 1, 1}));
@@ -304,7 +299,7 @@ std::tuple<Tensor, Tensor, Tensor> convolutionBackward(
     std::array<bool, 3> output_mask) {
   if (backwardRunsOnDevice(input, transposed, stride, output_padding)) {
     const c10::ScalarType dtype = input.scalar_type();
-    if (dtype == at::kHalf || dtype == at::kBFloat16) {
+    if (at::isReducedFloatingType(dtype)) {
       // In float, rounded once: col2im sums GEMM columns (see the forward).
       auto [grad_input, grad_weight, grad_bias] = convolutionBackward(
           grad_output.to(at::kFloat), input.to(at::kFloat), weight.to(at::kFloat), stride,

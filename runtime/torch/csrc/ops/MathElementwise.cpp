@@ -56,7 +56,7 @@ Tensor& heavisideOut(const Tensor& self, const Tensor& values, Tensor& out) {
 Tensor& modifiedBesselOut(const char* kernel, const char* cpu_name, const Tensor& self,
                           Tensor& out) {
   const c10::ScalarType dtype = self.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(dtype != at::kHalf && dtype != at::kBFloat16, "\"", cpu_name,
+  TORCH_CHECK_NOT_IMPLEMENTED(!at::isReducedFloatingType(dtype), "\"", cpu_name,
                               "\" not implemented for '", c10::toString(dtype), "'");
   return unaryOut(kernel, Result::FloatOnly, self, out);
 }
@@ -163,6 +163,20 @@ Tensor& roundDecimalsOut(const Tensor& self, int64_t decimals, Tensor& out) {
   });                                                                                      \
   m.impl(NAME ".out", [](const Tensor& a, Tensor& out) -> Tensor& {                         \
     return unaryOut(NAME, Result::FloatOnly, a, out);                                      \
+  })
+
+/// NAME, NAME_ and NAME.out of a binary op whose dtypes CHECKED (one of
+/// floatingBinaryOut, integerBinaryOut) refuses as the CPU kernel CPU_NAME.
+#define MAIA_CHECKED_BINARY(NAME, CHECKED, CPU_NAME)                                      \
+  m.impl(NAME, [](const Tensor& a, const Tensor& b) {                                     \
+    Tensor out;                                                                           \
+    return CHECKED(NAME, CPU_NAME, a, b, out);                                            \
+  });                                                                                     \
+  m.impl(NAME "_", [](Tensor& a, const Tensor& b) -> Tensor& {                             \
+    return CHECKED(NAME, CPU_NAME, a, b, a);                                              \
+  });                                                                                     \
+  m.impl(NAME ".out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {       \
+    return CHECKED(NAME, CPU_NAME, a, b, out);                                            \
   })
 
 MAIA_NATIVE_KERNELS(m) {
@@ -275,36 +289,9 @@ MAIA_NATIVE_KERNELS(m) {
     return heavisideOut(a, b, a);
   });
   m.impl("heaviside.out", TORCH_FN(heavisideOut));
-  m.impl("nextafter", [](const Tensor& a, const Tensor& b) {
-    Tensor out;
-    return floatingBinaryOut("nextafter", "nextafter_cpu", a, b, out);
-  });
-  m.impl("nextafter_", [](Tensor& a, const Tensor& b) -> Tensor& {
-    return floatingBinaryOut("nextafter", "nextafter_cpu", a, b, a);
-  });
-  m.impl("nextafter.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return floatingBinaryOut("nextafter", "nextafter_cpu", a, b, out);
-  });
-  m.impl("gcd", [](const Tensor& a, const Tensor& b) {
-    Tensor out;
-    return integerBinaryOut("gcd", "gcd_cpu", a, b, out);
-  });
-  m.impl("gcd_", [](Tensor& a, const Tensor& b) -> Tensor& {
-    return integerBinaryOut("gcd", "gcd_cpu", a, b, a);
-  });
-  m.impl("gcd.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return integerBinaryOut("gcd", "gcd_cpu", a, b, out);
-  });
-  m.impl("lcm", [](const Tensor& a, const Tensor& b) {
-    Tensor out;
-    return integerBinaryOut("lcm", "lcm_cpu", a, b, out);
-  });
-  m.impl("lcm_", [](Tensor& a, const Tensor& b) -> Tensor& {
-    return integerBinaryOut("lcm", "lcm_cpu", a, b, a);
-  });
-  m.impl("lcm.out", [](const Tensor& a, const Tensor& b, Tensor& out) -> Tensor& {
-    return integerBinaryOut("lcm", "lcm_cpu", a, b, out);
-  });
+  MAIA_CHECKED_BINARY("nextafter", floatingBinaryOut, "nextafter_cpu");
+  MAIA_CHECKED_BINARY("gcd", integerBinaryOut, "gcd_cpu");
+  MAIA_CHECKED_BINARY("lcm", integerBinaryOut, "lcm_cpu");
 }
 
 }  // namespace torch_maia::ops
