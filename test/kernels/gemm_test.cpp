@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "gemm_launch.h"
@@ -171,13 +172,16 @@ class GemmTest : public ::testing::TestWithParam<const char*> {
   maiaDeviceProp prop_{};
 };
 
-maiaKernelArg memrefArg(void* data, Dtype t, const Operand& op) {
-  maiaKernelArg arg = maiaKernelArgVector(data, maiaDtypeOf(t), 1, 0);
+maiaKernelArg memrefArg(void* data, maiaDtype dtype, const Operand& op) {
+  maiaKernelArg arg = maiaKernelArgVector(data, dtype, 1, 0);
   arg.rank = 3;
   arg.offset = op.offset;
   arg.sizes[0] = op.batch, arg.sizes[1] = op.rows, arg.sizes[2] = op.cols;
   for (int d = 0; d < 3; ++d) arg.strides[d] = op.strides[d];
   return arg;
+}
+maiaKernelArg memrefArg(void* data, Dtype t, const Operand& op) {
+  return memrefArg(data, maiaDtypeOf(t), op);
 }
 
 void GemmTest::check(const Case& c) {
@@ -425,6 +429,148 @@ TEST_P(GemmTest, MismatchedShapesFault) {
   MAIA_ASSERT_OK(maiaFree(d));
 }
 
+// ----------------------------------------------- float64 and the integers
+
+template <typename T>
+struct WideType;
+template <>
+struct WideType<double> {
+  static constexpr maiaDtype kDtype = maiaDtypeF64;
+  static constexpr const char* kKernel = "gemm_f64";
+};
+#define MAIA_WIDE_INT(type, dtype, kernel)          \
+  template <>                                       \
+  struct WideType<type> {                           \
+    static constexpr maiaDtype kDtype = dtype;      \
+    static constexpr const char* kKernel = kernel;  \
+  };
+MAIA_WIDE_INT(int64_t, maiaDtypeI64, "gemm_i64")
+MAIA_WIDE_INT(int32_t, maiaDtypeI32, "gemm_i32")
+MAIA_WIDE_INT(int16_t, maiaDtypeI16, "gemm_i16")
+MAIA_WIDE_INT(int8_t, maiaDtypeI8, "gemm_i8")
+MAIA_WIDE_INT(uint8_t, maiaDtypeU8, "gemm_u8")
+#undef MAIA_WIDE_INT
+
+/// Runs one case of the float64 or an integer kernel and checks C: integers
+/// exactly against a wrapping reference (the CPU's), float64 within the
+/// error bound of a double sum. Integer operands span the whole type, so
+/// products and sums wrap.
+template <typename T>
+void checkWide(maiaModule_t module, int core_count, const Case& c) {
+  constexpr bool kFloat = std::is_floating_point_v<T>;
+  SCOPED_TRACE(describe(c) + " as " + WideType<T>::kKernel);
+  Operand a = makeOperand(c.batch, c.m, c.k, c.la, c.ba);
+  Operand b = makeOperand(c.batch, c.k, c.n, c.lb, c.bb);
+  Operand out = makeOperand(c.batch, c.m, c.n, c.lc, Batch::Full);
+  std::vector<T> ha(a.storage), hb(b.storage), hc(out.storage);
+  std::mt19937_64 rng(99);
+  auto draw = [&rng](bool nan) {
+    if constexpr (kFloat)
+      return nan ? std::numeric_limits<T>::quiet_NaN()
+                 : std::uniform_real_distribution<T>(-1, 1)(rng);
+    else
+      return static_cast<T>(rng());
+  };
+  for (T& v : ha) v = draw(c.nan_ab);
+  for (T& v : hb) v = draw(c.nan_ab);
+  for (T& v : hc) v = draw(c.nan_c);
+
+  void *da, *db, *dc;
+  MAIA_ASSERT_OK(maiaMalloc(&da, ha.size() * sizeof(T)));
+  MAIA_ASSERT_OK(maiaMalloc(&db, hb.size() * sizeof(T)));
+  MAIA_ASSERT_OK(maiaMalloc(&dc, hc.size() * sizeof(T)));
+  MAIA_ASSERT_OK(maiaMemcpy(da, ha.data(), ha.size() * sizeof(T), maiaMemcpyHostToDevice));
+  MAIA_ASSERT_OK(maiaMemcpy(db, hb.data(), hb.size() * sizeof(T), maiaMemcpyHostToDevice));
+  MAIA_ASSERT_OK(maiaMemcpy(dc, hc.data(), hc.size() * sizeof(T), maiaMemcpyHostToDevice));
+  maiaKernel_t kernel;
+  MAIA_ASSERT_OK(maiaModuleGetKernel(module, WideType<T>::kKernel, &kernel));
+  auto scalar = [](float v) {
+    return kFloat ? maiaKernelArgFloat(maiaDtypeF64, v)
+                  : maiaKernelArgInt(maiaDtypeI64, static_cast<int64_t>(v));
+  };
+  const maiaDtype dtype = WideType<T>::kDtype;
+  maiaKernelArg args[5] = {memrefArg(da, dtype, a), memrefArg(db, dtype, b),
+                           memrefArg(dc, dtype, out), scalar(c.alpha), scalar(c.beta)};
+  int64_t grid[3];
+  if (c.grid.empty()) {
+    maia_gemm_grid(c.m, c.n, c.k, c.batch, core_count, grid);
+  } else {
+    for (int d = 0; d < 3; ++d) grid[d] = c.grid[d];
+  }
+  MAIA_ASSERT_OK(maiaLaunchKernel(kernel, grid, args, 5, nullptr));
+  std::vector<T> result(out.storage);
+  MAIA_ASSERT_OK(maiaMemcpy(result.data(), dc, result.size() * sizeof(T), maiaMemcpyDeviceToHost));
+  for (void* p : {da, db, dc}) MAIA_ASSERT_OK(maiaFree(p));
+
+  int failures = 0;
+  for (int64_t bi = 0; bi < c.batch; ++bi)
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        const T got = result[out.index(bi, i, j)];
+        auto at = [&](const std::vector<T>& h, const Operand& op, int64_t r, int64_t col) {
+          return h[op.index(op.batch == 1 ? 0 : bi, r, col)];
+        };
+        bool ok;
+        if constexpr (kFloat) {
+          double sum = 0, mag = 0;
+          if (c.alpha != 0)
+            for (int64_t p = 0; p < c.k; ++p) {
+              sum += at(ha, a, i, p) * at(hb, b, p, j);
+              mag += std::fabs(at(ha, a, i, p) * at(hb, b, p, j));
+            }
+          const double c0 = c.beta == 0 ? 0 : hc[out.index(bi, i, j)];
+          const double ref = c.alpha * sum + c.beta * c0;
+          ok = std::fabs(got - ref) <= (c.k + 3) * std::ldexp(1.0, -52) *
+                                           (std::fabs(c.alpha) * mag + std::fabs(c.beta * c0));
+        } else {
+          uint64_t sum = 0;
+          for (int64_t p = 0; p < c.k; ++p)
+            sum += static_cast<uint64_t>(int64_t{at(ha, a, i, p)}) *
+                   static_cast<uint64_t>(int64_t{at(hb, b, p, j)});
+          uint64_t ref = static_cast<uint64_t>(static_cast<int64_t>(c.alpha)) * sum;
+          if (c.beta != 0)
+            ref += static_cast<uint64_t>(static_cast<int64_t>(c.beta)) *
+                   static_cast<uint64_t>(int64_t{hc[out.index(bi, i, j)]});
+          ok = got == static_cast<T>(ref);
+        }
+        if (!ok && failures++ < 5)
+          ADD_FAILURE() << "C[" << bi << "," << i << "," << j << "] = " << +got;
+      }
+  EXPECT_EQ(failures, 0);
+}
+
+template <typename T>
+void checkWideCases(maiaModule_t module, int core_count) {
+  const Layout layouts[] = {Layout::RowMajor, Layout::ColMajor, Layout::Strided};
+  for (Layout la : layouts)
+    for (Layout lb : layouts)
+      for (Layout lc : {Layout::RowMajor, Layout::ColMajor})
+        checkWide<T>(module, core_count,
+                     Case{.m = 13, .n = 70, .k = 9, .la = la, .lb = lb, .lc = lc, .beta = 3.0f});
+  checkWide<T>(module, core_count, Case{.m = 130, .n = 140, .k = 150, .lc = Layout::Padded});
+  checkWide<T>(module, core_count,
+               Case{.batch = 3, .m = 9, .n = 65, .k = 7, .ba = Batch::Size1, .bb = Batch::Stride0,
+                    .alpha = -2.0f, .beta = 1.0f});
+  checkWide<T>(module, core_count, Case{.m = 5, .n = 6, .k = 0, .beta = 2.0f});
+  checkWide<T>(module, core_count, Case{.m = 8, .n = 8, .k = 8, .alpha = 0.0f, .beta = 1.0f,
+                                        .nan_ab = true});
+  checkWide<T>(module, core_count, Case{.m = 8, .n = 8, .k = 8, .nan_c = true});
+  for (const std::vector<int64_t>& g : {std::vector<int64_t>{1, 1, 1}, {7, 5, 3}, {64, 64, 1}})
+    checkWide<T>(module, core_count, Case{.batch = 3, .m = 50, .n = 70, .k = 20, .grid = g});
+}
+
+/// float64 and integer products (rare in models: no packed microkernel):
+/// every layout, batch broadcast, alpha/beta, K = 0, alpha = 0 ignoring A
+/// and B, beta = 0 ignoring C, any grid.
+TEST_P(GemmTest, Float64AndIntegers) {
+  checkWideCases<double>(module_, prop_.core_count);
+  checkWideCases<int64_t>(module_, prop_.core_count);
+  checkWideCases<int32_t>(module_, prop_.core_count);
+  checkWideCases<int16_t>(module_, prop_.core_count);
+  checkWideCases<int8_t>(module_, prop_.core_count);
+  checkWideCases<uint8_t>(module_, prop_.core_count);
+}
+
 std::string isaName(const ::testing::TestParamInfo<const char*>& param) { return param.param; }
 /// The v3 binary must load on AVX2-only hosts: it may not declare AVX-512.
 TEST_P(GemmTest, DeclaresTheFeaturesOfItsIsa) {
@@ -436,7 +582,7 @@ TEST_P(GemmTest, DeclaresTheFeaturesOfItsIsa) {
   EXPECT_EQ(metadata.find("avx512") != std::string::npos, std::string(GetParam()) == "v4");
   int count;
   MAIA_ASSERT_OK(maiaModuleGetKernelCount(module_, &count));
-  EXPECT_EQ(count, 3);
+  EXPECT_EQ(count, 9);  // f32, bf16, f16, f64 and five integer types
 }
 
 INSTANTIATE_TEST_SUITE_P(Isa, GemmTest, ::testing::Values("v4", "v3"), isaName);

@@ -21,10 +21,6 @@ LOW_PRECISION_TOLERANCES = {torch.float16: dict(atol=1e-3, rtol=1e-3),
 MATMUL_TOLERANCES = {torch.float32: dict(atol=1e-4, rtol=1e-5),
                      torch.float16: dict(atol=1e-2, rtol=1e-2),
                      torch.bfloat16: dict(atol=5e-2, rtol=2e-2)}
-# The device GEMM covers these dtypes; float64 and integer products compute
-# on the host inside the GEMM operators (no device kernel), counted as
-# fallbacks of the operator that called the GEMM.
-DEVICE_GEMM_DTYPES = {torch.float32, torch.float16, torch.bfloat16}
 
 
 def to_maia(x):

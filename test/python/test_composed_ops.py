@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.testing._internal.common_methods_invocations import op_db
 
-from opinfo_support import (DEVICE_GEMM_DTYPES, LOW_PRECISION_TOLERANCES, MATMUL_TOLERANCES,
+from opinfo_support import (LOW_PRECISION_TOLERANCES, MATMUL_TOLERANCES,
                             cases, check_forward_samples, check_gradient_samples,
                             forbid_fallback, new_fallbacks)
 
@@ -24,17 +24,8 @@ def test_every_listed_op_is_in_op_db():
     assert {op.name for op in OPS} == set(COMPOSED)
 
 
-# addbmm's products outside DEVICE_GEMM_DTYPES compute on the host inside the GEMMs, counted
-# under the GEMM operators (addmm forward, bmm/mm backward).
-
-
 def check_fallbacks(op, dtype):
-    def check(before, sample):
-        grew = set(new_fallbacks(before))
-        if op.name == "addbmm" and dtype not in DEVICE_GEMM_DTYPES:
-            grew -= {"aten::addmm", "aten::bmm", "aten::mm"}
-        assert not grew, f"{op.name} fell back to the host for: {grew}"
-    return check
+    return lambda before, sample: forbid_fallback(before, op.name)
 
 
 # addbmm sums in another order than the CPU's BLAS (test_addbmm_error_is_the_cpus_or_less).
@@ -148,10 +139,9 @@ COUNTING_OPS = [op for op in op_db if op.name in COUNTING]
 
 def check_counting_fallbacks(op, dtype):
     """The counted host paths these ops keep: median/nanmedian with a dim (tie indices),
-    vdot's GEMM in dtypes without a device GEMM, complex/polar of float16 (complex32)."""
+    complex/polar of float16 (complex32)."""
     def allowed(name):
         return ((op.name in ("median", "nanmedian") and name.startswith(f"aten::{op.name}.dim"))
-                or (op.name == "vdot" and dtype not in DEVICE_GEMM_DTYPES and name == "aten::dot")
                 or (op.name in ("complex", "polar") and dtype == torch.float16))
 
     def check(before, sample):

@@ -1,6 +1,8 @@
 """Convolution on maia: 1-D and 2-D, plain and transposed, on the device (im2col + GEMM,
-col2im), forward and backward, against the CPU; integer and 3-D convolutions, and transposed
+col2im), forward and backward, against the CPU, integer ones too; 3-D convolutions, and transposed
 ones whose output padding is not below the stride, on the counted host path."""
+
+import re
 
 import pytest
 import torch
@@ -86,11 +88,7 @@ def test_transposed_convolution_forward_and_backward_on_device(input_shape, weig
     ym.backward(grad.to("maia"))
     for actual, expected in [(ym, y), (xm.grad, x.grad), (wm.grad, w.grad), (bm.grad, b.grad)]:
         torch.testing.assert_close(actual.cpu(), expected, atol=1e-4, rtol=1e-4)
-    # float64 products run on the host inside the GEMMs (no float64 device GEMM), counted
-    # under the operator that called them.
-    gemm_host_paths = {"aten::mm", "aten::convolution_overrideable"}
-    assert set(torch.maia.fallback_counts()) <= (gemm_host_paths if dtype == torch.float64
-                                                 else set())
+    assert torch.maia.fallback_counts() == {}
 
 
 @pytest.mark.parametrize("options", [dict(stride=1, dilation=2, output_padding=1),
@@ -116,23 +114,56 @@ def test_transposed_convolution_with_output_padding_beyond_stride(options):
     assert torch.maia.fallback_counts() == {"aten::convolution_backward_overrideable": 1}
 
 
-@pytest.mark.parametrize("conv,shape", [(F.conv1d, (2, 3, 9)), (F.conv2d, (2, 3, 6, 6))])
-def test_integer_convolution_runs_on_the_host(conv, shape):
-    # The im2col kernels are floating point only; integer convolutions went
-    # to the device and failed looking up 'im2col_i64' (found by the op_db
-    # sweep, tools/conformance/opdb_sweep.py).
+INTEGER_DTYPES = [torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8]
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES)
+@pytest.mark.parametrize("conv,shape", [(F.conv1d, (2, 3, 9)), (F.conv2d, (2, 3, 6, 7))])
+def test_integer_convolution_runs_on_the_device(conv, shape, dtype):
+    # im2col + the integer GEMM: exact (and wrapping) as the CPU's; grouped,
+    # strided, padded, channels-last.
     g = torch.Generator().manual_seed(0)
-    x = torch.randint(-5, 5, shape, generator=g)
-    w = torch.randint(-3, 3, (4, 3) + (3,) * (len(shape) - 2), generator=g)
+    x = torch.randint(0, 9, (shape[0], 4) + shape[2:], generator=g, dtype=dtype)
+    w = torch.randint(0, 5, (6, 2) + (3,) * (len(shape) - 2), generator=g, dtype=dtype)
+    b = torch.randint(0, 5, (6,), generator=g, dtype=dtype)
+    if len(shape) == 4:
+        x = x.to(memory_format=torch.channels_last)
     torch.maia.reset_fallback_counts()
-    assert torch.equal(conv(x.to("maia"), w.to("maia"), padding=1).cpu(), conv(x, w, padding=1))
-    assert torch.maia.fallback_counts() == {"aten::convolution_overrideable": 1}
+    for options in [dict(padding=1, groups=2), dict(stride=2, groups=2)]:
+        actual = conv(x.to("maia"), w.to("maia"), b.to("maia"), **options)
+        assert torch.equal(actual.cpu(), conv(x, w, b, **options))
+    assert torch.maia.fallback_counts() == {}
+
+
+@pytest.mark.parametrize("dtype", INTEGER_DTYPES[1:])
+def test_integer_convolutions_the_cpu_lacks_raise_its_error(dtype):
+    # The CPU has dilated and transposed integer convolutions for int64 only:
+    # maia raises the same error (through the host path) rather than answer.
+    x, w = torch.ones(1, 2, 6, 6, dtype=dtype), torch.ones(2, 2, 3, 3, dtype=dtype)
+    for conv, options in [(F.conv2d, dict(dilation=2)), (F.conv_transpose2d, {})]:
+        with pytest.raises(NotImplementedError) as cpu_error:
+            conv(x, w, **options)
+        with pytest.raises(NotImplementedError, match=re.escape(str(cpu_error.value))):
+            conv(x.to("maia"), w.to("maia"), **options)
+
+
+def test_int64_transposed_and_dilated_convolutions_run_on_the_device():
+    g = torch.Generator().manual_seed(0)
+    x = torch.randint(-5, 5, (2, 3, 7, 6), generator=g)
+    w = torch.randint(-3, 3, (3, 4, 3, 3), generator=g)
+    torch.maia.reset_fallback_counts()
+    assert torch.equal(F.conv_transpose2d(x.to("maia"), w.to("maia"), stride=2).cpu(),
+                       F.conv_transpose2d(x, w, stride=2))
+    w = w.transpose(0, 1).contiguous()
+    assert torch.equal(F.conv2d(x.to("maia"), w.to("maia"), dilation=2, padding=2).cpu(),
+                       F.conv2d(x, w, dilation=2, padding=2))
+    assert torch.maia.fallback_counts() == {}
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_channels_last_weight_and_double_convolution(dtype):
-    # Inductor hands convolutions channels-last weights; float64 has no
-    # device GEMM (the host computes the batched product, kernel broadcast).
+    # Inductor hands convolutions channels-last weights; float64 takes the
+    # wide device GEMM (the kernel broadcast over the batch).
     x = torch.randn(3, 4, 7, 6, dtype=dtype).to(memory_format=torch.channels_last)
     w = torch.randn(6, 2, 3, 3, dtype=dtype).to(memory_format=torch.channels_last)
     b = torch.randn(6, dtype=dtype)

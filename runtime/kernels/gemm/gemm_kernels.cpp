@@ -3,13 +3,18 @@
 //   gemm_f32 (A, B, C, alpha, beta)   A, B, C: memref<?x?x?xf32>, any strides
 //   gemm_bf16(A, B, C, alpha, beta)   ... xbf16; alpha, beta: f32 scalars
 //   gemm_f16 (A, B, C, alpha, beta)   ... xf16
+//   gemm_f64 (A, B, C, alpha, beta)   ... xf64; alpha, beta: f64 scalars
+//   gemm_i64, gemm_i32, gemm_i16, gemm_i8, gemm_u8 (A, B, C, alpha, beta)
+//                                     ... of the integer type; alpha, beta:
+//                                     i64 scalars (wrapping, as the CPU)
 //
 // C[b] = alpha * A[b] @ B[b] + beta * C[b] for b < batch, with A [batch', M,
 // K], B [batch', K, N], C [batch, M, N] (batch' is batch or 1) and strides
 // in elements: 0 broadcasts a batch, a row stride of 1 is a transposed
 // operand. beta == 0 never reads C (it may hold NaN); K == 0 or alpha == 0
 // gives beta * C without reading A or B (as BLAS). bf16/f16 accumulate in
-// fp32 and round once to the output type. Shapes that do not agree trap:
+// fp32 and round once to the output type; float64 and the integers take
+// wide_gemm.h. Shapes that do not agree trap:
 // the driver reports it as the device's sticky error naming the kernel.
 //
 // Grid: grid[0] splits the rows of C, grid[1] its columns (in whole
@@ -30,6 +35,7 @@
 #include "element.h"
 #include "gemm.h"
 #include "program_split.h"
+#include "wide_gemm.h"
 
 namespace maia_gemm {
 namespace {
@@ -70,6 +76,40 @@ void gemmProgram(void* const* args, const maia_grid_t* grid) {
   for (int64_t i = mats.begin; i < mats.end; ++i) gemm(problem(i));
 }
 
+/// A float64 or integer program: its share of rows, columns and batch, as
+/// gemmProgram splits them (any grid is correct).
+template <typename T>
+void wideGemmProgram(void* const* args, const maia_grid_t* grid) {
+  using Scalar = typename Wide<T>::Scalar;
+  using Acc = typename Wide<T>::Acc;
+  const auto& a = maia_kernel::memref<T, 3>(args, 0);
+  const auto& b = maia_kernel::memref<T, 3>(args, 1);
+  const auto& c = maia_kernel::memref<T, 3>(args, 2);
+  const Acc alpha = static_cast<Acc>(maia_kernel::scalar<Scalar>(args, 3));
+  const Acc beta = static_cast<Acc>(maia_kernel::scalar<Scalar>(args, 4));
+  const int64_t batch = c.sizes[0], m = c.sizes[1], n = c.sizes[2], k = a.sizes[2];
+  if (a.sizes[1] != m || b.sizes[1] != k || b.sizes[2] != n ||
+      (a.sizes[0] != batch && a.sizes[0] != 1) || (b.sizes[0] != batch && b.sizes[0] != 1))
+    __builtin_trap();
+  const int64_t a_batch_stride = a.sizes[0] == 1 ? 0 : a.strides[0];
+  const int64_t b_batch_stride = b.sizes[0] == 1 ? 0 : b.strides[0];
+  constexpr int64_t kRowUnit = 4, kColUnit = 64;
+  Range rows = split(m, kRowUnit, grid->num_programs[0], grid->program_id[0]);
+  Range cols = split(n, kColUnit, grid->num_programs[1], grid->program_id[1]);
+  Range mats = split(batch, 1, grid->num_programs[2], grid->program_id[2]);
+  for (int64_t i = mats.begin; i < mats.end; ++i) {
+    wideGemm(WideProblem<T>{
+        rows.end - rows.begin, cols.end - cols.begin, k,
+        a.aligned + a.offset + i * a_batch_stride + rows.begin * a.strides[1], a.strides[1],
+        a.strides[2],
+        b.aligned + b.offset + i * b_batch_stride + cols.begin * b.strides[2], b.strides[1],
+        b.strides[2],
+        c.aligned + c.offset + i * c.strides[0] + rows.begin * c.strides[1] +
+            cols.begin * c.strides[2],
+        c.strides[1], c.strides[2], alpha, beta});
+  }
+}
+
 }  // namespace
 }  // namespace maia_gemm
 
@@ -81,4 +121,22 @@ MAIA_KERNEL gemm_bf16(void* const* args, const maia_grid_t* grid) {
 }
 MAIA_KERNEL gemm_f16(void* const* args, const maia_grid_t* grid) {
   maia_gemm::gemmProgram<maia_gemm::f16>(args, grid);
+}
+MAIA_KERNEL gemm_f64(void* const* args, const maia_grid_t* grid) {
+  maia_gemm::wideGemmProgram<double>(args, grid);
+}
+MAIA_KERNEL gemm_i64(void* const* args, const maia_grid_t* grid) {
+  maia_gemm::wideGemmProgram<int64_t>(args, grid);
+}
+MAIA_KERNEL gemm_i32(void* const* args, const maia_grid_t* grid) {
+  maia_gemm::wideGemmProgram<int32_t>(args, grid);
+}
+MAIA_KERNEL gemm_i16(void* const* args, const maia_grid_t* grid) {
+  maia_gemm::wideGemmProgram<int16_t>(args, grid);
+}
+MAIA_KERNEL gemm_i8(void* const* args, const maia_grid_t* grid) {
+  maia_gemm::wideGemmProgram<int8_t>(args, grid);
+}
+MAIA_KERNEL gemm_u8(void* const* args, const maia_grid_t* grid) {
+  maia_gemm::wideGemmProgram<uint8_t>(args, grid);
 }

@@ -56,8 +56,8 @@ KERNELS = [
     ("nonzero_count", DTYPES, [m("i64", 1), m("T", 8)], "nonzeroCount<{t}>"),
     ("nonzero", DTYPES, [m("i64", 2), m("i64", 1), m("T", 8), s("i64")], "nonzeroWrite<{t}>"),
     # im2col.h (convolution): geometry kh, kw, sh, sw, ph, pw, dh, dw, oh, ow
-    ("im2col", FLOAT, [m("T", 2), m("T", 4)] + [s("i64")] * 10, "im2col<{t}>"),
-    ("col2im", FLOAT, [m("T", 4), m("T", 2)] + [s("i64")] * 10, "col2im<{t}>"),
+    ("im2col", NUMERIC, [m("T", 2), m("T", 4)] + [s("i64")] * 10, "im2col<{t}>"),
+    ("col2im", NUMERIC, [m("T", 4), m("T", 2)] + [s("i64")] * 10, "col2im<{t}>"),
     # dropout.h
     ("dropout", FLOAT,
      [m("T", 1), m("i1", 1), m("T", 1), s("f64"), s("f64"), s("i64"), s("i64")],

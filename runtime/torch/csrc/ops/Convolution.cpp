@@ -14,7 +14,8 @@
 // gradient back (runtime/kernels/nn/im2col.h). A transposed convolution is
 // the input gradient of the convolution with the same weight, so it runs on
 // the same kernels with the roles swapped (forward: GEMM + col2im; input
-// gradient: a convolution; weight gradient: im2col + GEMM). 3-D
+// gradient: a convolution; weight gradient: im2col + GEMM). Integer
+// convolutions run on the same kernels (exact, wrapping as the CPU). 3-D
 // convolutions compute on the host, counted and warned like any fallback.
 #include <ATen/native/ConvUtils.h>
 #include <ATen/ops/convolution.h>
@@ -23,6 +24,8 @@
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
+
+#include <algorithm>
 
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
@@ -55,10 +58,16 @@ std::vector<int64_t> params2d(c10::IntArrayRef values, int64_t fill) {
   return values.size() == 1 ? std::vector<int64_t>{fill, values[0]} : values.vec();
 }
 
-// The im2col/col2im kernels exist for the floating dtypes only: integer
-// convolutions (which the CPU has) take the counted host path.
-bool runsOnDevice(const Tensor& input) {
-  return (input.dim() == 3 || input.dim() == 4) && at::isFloatingType(input.scalar_type());
+// 1-D and 2-D convolutions of the floating and integer dtypes run on the
+// device. The CPU has transposed and dilated integer convolutions for int64
+// only: the others take the host path, which raises the CPU's error.
+bool runsOnDevice(const Tensor& input, bool transposed, c10::IntArrayRef dilation) {
+  if (input.dim() != 3 && input.dim() != 4) return false;
+  const c10::ScalarType dtype = input.scalar_type();
+  if (at::isFloatingType(dtype) || dtype == at::kLong) return true;
+  const bool dilated =
+      std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
+  return at::isIntegralType(dtype, /*includeBool=*/false) && !transposed && !dilated;
 }
 
 // A transposed convolution's backward runs on the device when the forward
@@ -66,8 +75,8 @@ bool runsOnDevice(const Tensor& input) {
 // the stride (PyTorch also allows one below the dilation; that backward
 // takes the counted host path).
 bool backwardRunsOnDevice(const Tensor& input, bool transposed, c10::IntArrayRef stride,
-                          c10::IntArrayRef output_padding) {
-  if (!runsOnDevice(input)) return false;
+                          c10::IntArrayRef dilation, c10::IntArrayRef output_padding) {
+  if (!runsOnDevice(input, transposed, dilation)) return false;
   if (!transposed) return true;
   for (size_t d = 0; d < output_padding.size(); ++d)
     if (output_padding[d] >= stride[d]) return false;
@@ -277,7 +286,7 @@ std::tuple<Tensor, Tensor, Tensor> deviceTransposedConvolutionBackward(
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
                    bool transposed, c10::IntArrayRef output_padding, int64_t groups) {
-  if (runsOnDevice(input)) {
+  if (runsOnDevice(input, transposed, dilation)) {
     if (transposed)
       return deviceTransposedConvolution(input, weight, bias.value_or(Tensor()), stride, padding,
                                          output_padding, dilation, groups);
@@ -297,7 +306,7 @@ std::tuple<Tensor, Tensor, Tensor> convolutionBackward(
     c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
     bool transposed, c10::IntArrayRef output_padding, int64_t groups,
     std::array<bool, 3> output_mask) {
-  if (backwardRunsOnDevice(input, transposed, stride, output_padding)) {
+  if (backwardRunsOnDevice(input, transposed, stride, dilation, output_padding)) {
     const c10::ScalarType dtype = input.scalar_type();
     if (at::isReducedFloatingType(dtype)) {
       // In float, rounded once: col2im sums GEMM columns (see the forward).

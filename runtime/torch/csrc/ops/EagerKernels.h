@@ -31,10 +31,11 @@ maiaKernel_t convKernel(c10::ScalarType dtype);
 /// out[b] = alpha * a[b] @ m[b] + beta * out[b] on the current stream of
 /// out's device (MatMul.cpp). a, m, out are 3-D (batch, rows, cols) or 2-D
 /// (one batch) tensors of any strides; a batch of a or m of size 1
-/// broadcasts. beta == 0 never reads out. Dtypes without a device GEMM are
-/// computed on the host and counted as host fallbacks of op (fallback_counts).
-void gemm(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out, double alpha,
-          double beta, const char* op);
+/// broadcasts. beta == 0 never reads out. Dtypes without a device GEMM
+/// (complex) are computed on the host and counted as host fallbacks of op
+/// (fallback_counts).
+void gemm(const at::Tensor& a, const at::Tensor& m, const at::Tensor& out,
+          const at::Scalar& alpha, const at::Scalar& beta, const char* op);
 /// Kernel "<op>_<dtype suffix>" of the NN binary (maia_nn_kernels.maiabin,
 /// e.g. "softmax_f32"), cached like eagerKernel(op, dtype).
 maiaKernel_t nnKernel(const char* op, c10::ScalarType dtype);

@@ -1,7 +1,9 @@
 // Matrix products on maia: mm, addmm, bmm, baddbmm, addbmm (and through them
 // matmul and linear) as GEMM kernels on the device cores, on the current
-// stream. float32, bfloat16 and float16 run on the device (half precision
-// accumulates in float32); other dtypes are computed on the host.
+// stream. float32, bfloat16 and float16 (accumulated in float32), float64
+// and the integer dtypes (wrapping, as the CPU) run on the device; complex
+// products are computed on the host.
+#include <ATen/Dispatch.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/empty.h>
 #include <torch/library.h>
@@ -21,11 +23,21 @@ namespace {
 using at::Tensor;
 
 bool hasGemmKernel(c10::ScalarType dtype) {
-  return dtype == c10::ScalarType::Float || dtype == c10::ScalarType::BFloat16 ||
-         dtype == c10::ScalarType::Half;
+  return at::isFloatingType(dtype) || (at::isIntegralType(dtype, /*includeBool=*/false));
 }
 
-maiaKernelArg floatScalar(double value) { return maiaKernelArgFloat(maiaDtypeF32, value); }
+/// alpha or beta as the kernel of dtype takes it: float32 for the fp32 and
+/// half-precision kernels, float64 for float64; the integer kernels take
+/// the value converted to the dtype, as the CPU's kernel converts it
+/// (0.5 -> 0; out of range -> the same error).
+maiaKernelArg gemmScalar(const at::Scalar& value, c10::ScalarType dtype) {
+  if (dtype == at::kDouble) return maiaKernelArgFloat(maiaDtypeF64, value.toDouble());
+  if (at::isFloatingType(dtype)) return maiaKernelArgFloat(maiaDtypeF32, value.toDouble());
+  int64_t converted = AT_DISPATCH_INTEGRAL_TYPES(dtype, "gemm", [&] {
+    return static_cast<int64_t>(value.to<scalar_t>());
+  });
+  return maiaKernelArgInt(maiaDtypeI64, converted);
+}
 
 void checkOperands(const char* op, const Tensor& a, const Tensor& b, int64_t rank) {
   TORCH_CHECK(a.dim() == rank && b.dim() == rank, op, ": expected ", rank, "-D tensors, got ",
@@ -48,7 +60,7 @@ Tensor& addmmInto(const Tensor& bias, const Tensor& a, const Tensor& m, const at
     at::native::resize_output(out, shape);
     if (beta_value != 0.0) out.copy_(bias.expand(shape));
   }
-  gemm(a, m, out, alpha.toDouble(), beta_value, "aten::baddbmm");
+  gemm(a, m, out, alpha, beta, "aten::baddbmm");
   return out;
 }
 
@@ -73,7 +85,7 @@ Tensor& addmmOut(const Tensor& bias, const Tensor& a, const Tensor& b, const at:
   checkOperands("addmm", a, b, 2);
   at::native::resize_output(out, {a.size(0), b.size(1)});
   if (beta.toDouble() != 0.0 && !out.is_same(bias)) out.copy_(bias.expand(out.sizes()));
-  gemm(a, b, out, alpha.toDouble(), beta.toDouble(), "aten::addmm");
+  gemm(a, b, out, alpha, beta, "aten::addmm");
   return out;
 }
 
@@ -130,8 +142,7 @@ Tensor& addmvOut(const Tensor& bias, const Tensor& mat, const Tensor& vec,
   checkOperands("addmv", mat, vec.unsqueeze(1), 2);
   at::native::resize_output(out, {mat.size(0)});
   if (beta.toDouble() != 0.0 && !out.is_same(bias)) out.copy_(bias.expand(out.sizes()));
-  gemm(mat, vec.view({-1, 1}), out.view({-1, 1}), alpha.toDouble(), beta.toDouble(),
-       "aten::addmv");
+  gemm(mat, vec.view({-1, 1}), out.view({-1, 1}), alpha, beta, "aten::addmv");
   return out;
 }
 
@@ -235,14 +246,15 @@ MAIA_NATIVE_KERNELS(m) {
 
 // 2-D operands pass as rank-3 memrefs (no unsqueezed views: each would
 // cost a dispatch).
-void gemm(const Tensor& a, const Tensor& m, const Tensor& out, double alpha, double beta,
-          const char* op) {
+void gemm(const Tensor& a, const Tensor& m, const Tensor& out, const at::Scalar& alpha,
+          const at::Scalar& beta, const char* op) {
   if (out.numel() == 0) return;
   const int64_t batch = out.dim() == 3 ? out.size(0) : 1;
   const int64_t rows = out.size(-2), cols = out.size(-1);
   if (!hasGemmKernel(out.scalar_type())) {
-    // float64 and integer products: no device kernel; computed on the host
-    // and counted as a host fallback of the calling operator.
+    // Complex (and bool, which the CPU refuses) products: no device kernel;
+    // computed on the host and counted as a host fallback of the calling
+    // operator.
     noteHostFallback(op);
     auto batched = [batch](const Tensor& t) {
       Tensor host = t.dim() == 3 ? t.cpu() : t.cpu().unsqueeze(0);
@@ -258,11 +270,12 @@ void gemm(const Tensor& a, const Tensor& m, const Tensor& out, double alpha, dou
               "expected all tensors to be on the same maia device, but found ", a.device(), ", ",
               m.device(), " (operands) and ", out.device(), " (result)");
   // The stream is named explicitly: no device guard needed to launch on it.
-  maiaKernelArg args[5] = {memrefOf(a, 3), memrefOf(m, 3), memrefOf(out, 3), floatScalar(alpha),
-                           floatScalar(beta)};
+  const c10::ScalarType dtype = out.scalar_type();
+  maiaKernelArg args[5] = {memrefOf(a, 3), memrefOf(m, 3), memrefOf(out, 3),
+                           gemmScalar(alpha, dtype), gemmScalar(beta, dtype)};
   int64_t grid[3];
   maia_gemm_grid(rows, cols, a.size(-1), batch, deviceCores(), grid);
-  MAIA_CHECK(maiaLaunchKernel(gemmKernel(out.scalar_type()), grid, args, 5,
+  MAIA_CHECK(maiaLaunchKernel(gemmKernel(dtype), grid, args, 5,
                               currentDriverStream(out.device().index())));
 }
 
