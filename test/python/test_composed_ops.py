@@ -132,17 +132,14 @@ def test_addbmm_error_is_the_cpus_or_less(dtype):
 
 COUNTING = ["bincount", "repeat_interleave", "isin", "median", "nanmedian", "vdot", "complex",
             "polar"]
-# median/nanmedian with a dim return indices, which the CPU picks among ties by its selection
-# algorithm: those stay on the host; the whole-tensor forms are native.
+# median/nanmedian with a dim (and their tie indices): test_sorting.py.
 COUNTING_OPS = [op for op in op_db if op.name in COUNTING]
 
 
 def check_counting_fallbacks(op, dtype):
-    """The counted host paths these ops keep: median/nanmedian with a dim (tie indices),
-    complex/polar of float16 (complex32)."""
+    """The counted host paths these ops keep: complex/polar of float16 (complex32)."""
     def allowed(name):
-        return ((op.name in ("median", "nanmedian") and name.startswith(f"aten::{op.name}.dim"))
-                or (op.name in ("complex", "polar") and dtype == torch.float16))
+        return op.name in ("complex", "polar") and dtype == torch.float16
 
     def check(before, sample):
         grew = {name for name in new_fallbacks(before) if not allowed(name)}

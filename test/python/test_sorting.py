@@ -8,7 +8,10 @@ Stable sorts equal the CPU's bit for bit (values and indices). An unstable
 sort orders ties as it likes: its values must equal the CPU's and its
 indices must be a permutation that picks them. topk's values equal the
 CPU's; its indices equal the CPU's where the values are distinct and pick
-equal values where they tie."""
+equal values where they tie. kthvalue, median/nanmedian along a dim and mode
+equal the CPU's values and indices, ties included."""
+
+import re
 
 import pytest
 import torch
@@ -315,3 +318,77 @@ def test_no_host_synchronization():
     blocked.synchronize()
     for op, actual in zip(ops, results):
         torch.testing.assert_close(actual.cpu(), op(x, w), equal_nan=True)
+
+
+# kthvalue, median/nanmedian along a dim and mode pick one value and index per
+# slice by the CPU's own selection steps: among ties the very index the CPU
+# returns, NaN where it puts it. Slices of 1..70 elements cover the
+# quickselect's base cases and std::sort's insertion-sort/introsort switch.
+SELECT_DTYPES = [d for d in ALL_DTYPES if d != torch.bool]
+SELECT_SHAPES = [(1,), (2,), (3,), (17,), (6, 33), (3, 70), (2, 3, 4, 5)]
+SELECT_OPS = {
+    "kthvalue": lambda x, dim, keepdim: torch.kthvalue(x, (x.size(dim) + 1) // 2 if x.dim() else 1,
+                                                       dim, keepdim),
+    "kthvalue_last": lambda x, dim, keepdim: torch.kthvalue(x, x.size(dim) if x.dim() else 1,
+                                                            dim, keepdim),
+    "median": lambda x, dim, keepdim: torch.median(x, dim, keepdim),
+    "nanmedian": lambda x, dim, keepdim: torch.nanmedian(x, dim, keepdim),
+    "mode": lambda x, dim, keepdim: torch.mode(x, dim, keepdim),
+}
+
+
+def assert_selection_matches(fn, x, dim, keepdim):
+    expected = fn(x, dim, keepdim)
+    torch.maia.reset_fallback_counts()
+    actual = fn(x.to("maia"), dim, keepdim)
+    assert torch.maia.fallback_counts() == {}, torch.maia.fallback_counts()
+    assert_bits_equal(actual.values, expected.values)
+    assert torch.equal(actual.indices.cpu(), expected.indices)
+
+
+@pytest.mark.parametrize("op", SELECT_OPS)
+@pytest.mark.parametrize("dtype", SELECT_DTYPES, ids=str)
+@pytest.mark.parametrize("shape", SELECT_SHAPES, ids=str)
+def test_selection_is_the_cpus_with_ties(op, dtype, shape):
+    torch.manual_seed(len(shape) * 100 + shape[-1])
+    for ties in (True, False):
+        x = make(shape, dtype, ties=ties)
+        for dim in range(-1, len(shape) - 1):
+            assert_selection_matches(SELECT_OPS[op], x, dim, keepdim=dim == 0)
+
+
+@pytest.mark.parametrize("op", SELECT_OPS)
+def test_selection_of_strided_inputs_scalars_and_all_nan(op):
+    fn = SELECT_OPS[op]
+    x = make((5, 40), torch.float32, ties=True)
+    for kind in ("transposed", "sliced"):
+        assert_selection_matches(fn, layout(x, kind), 1, False)
+    assert_selection_matches(fn, torch.tensor(2.5), 0, False)
+    assert_selection_matches(fn, torch.full((3, 25), float("nan")), 1, True)
+
+
+def test_mode_of_bool_and_selection_errors():
+    assert_selection_matches(SELECT_OPS["mode"], make((4, 30), torch.bool), 1, False)
+    cases = [lambda t: torch.kthvalue(t, 9, 0), lambda t: torch.kthvalue(t, 0, 0),
+             lambda t: torch.median(t[:0], 0), lambda t: torch.mode(t[:0], 0),
+             lambda t: torch.kthvalue(t.bool(), 1, 0), lambda t: torch.median(t.bool(), 0)]
+    t = torch.rand(4, 3)
+    for case in cases:
+        with pytest.raises((RuntimeError, IndexError, NotImplementedError)) as cpu_error:
+            case(t)
+        with pytest.raises(type(cpu_error.value), match=re.escape(str(cpu_error.value))):
+            case(t.to("maia"))
+
+
+def test_selection_out_variants():
+    x = make((4, 9), torch.float64, ties=True)
+    values = torch.empty(0, dtype=torch.float64, device="maia")
+    indices = torch.empty(0, dtype=torch.long, device="maia")
+    torch.kthvalue(x.to("maia"), 3, 1, out=(values, indices))
+    expected = torch.kthvalue(x, 3, 1)
+    assert_bits_equal(values, expected.values)
+    assert torch.equal(indices.cpu(), expected.indices)
+    torch.mode(x.to("maia"), 0, keepdim=True, out=(values, indices))
+    expected = torch.mode(x, 0, keepdim=True)
+    assert_bits_equal(values, expected.values)
+    assert torch.equal(indices.cpu(), expected.indices)

@@ -45,8 +45,8 @@ KERNELS = [
     ("index_select", DTYPES, [m("T", 3), m("T", 3), m("i64", 1)], "indexSelect<{t}>"),
     ("index_add", DTYPES, [m("T", 3), m("i64", 1), m("T", 3), s("f64"), s("i64")],
      "indexAdd<{t}>"),
-    ("gather", DTYPES, [m("T", 4), m("T", 4), m("i64", 4), s("i64")], "gather<{t}>"),
-    ("scatter", DTYPES, [m("T", 4), m("i64", 4), m("T", 4), s("i64"), s("i64")],
+    ("gather", DTYPES, [m("T", 8), m("T", 8), m("i64", 8), s("i64")], "gather<{t}>"),
+    ("scatter", DTYPES, [m("T", 8), m("i64", 8), m("T", 8), s("i64"), s("i64")],
      "scatter<{t}>"),
     ("embedding_bwd", FLOAT, [m("T", 2), m("T", 2), m("i64", 1), s("i64")],
      "embeddingBackward<{t}>"),
@@ -113,6 +113,9 @@ KERNELS = [
      "sort<{t}>"),
     ("topk", NUMERIC, [m("T", 8), m("i64", 8), m("T", 8), m("ui8", 1)] + [s("i64")] * 4,
      "topk<{t}>"),
+    # kthvalue, median, nanmedian, mode: ... scratch, dim, selection, k
+    ("select_one", DTYPES, [m("T", 8), m("i64", 8), m("T", 8), m("ui8", 1)] + [s("i64")] * 3,
+     "selectOne<{t}>"),
     # roll.h (roll and flip): out, in (rank 8), 8 shifts
     ("roll", DTYPES, [m("T", 8), m("T", 8)] + [s("i64")] * 8, "roll<{t}>"),
     # upsample.h: nearest over (N, C, D, H, W), bilinear over (N, C, H, W);

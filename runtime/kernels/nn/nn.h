@@ -500,15 +500,17 @@ void embeddingBackward(void* const* args, const maia_grid_t* grid) {
 }
 
 // ---------------------------------------------------------------------------
-// gather / scatter over rank-4 memrefs (leading dimensions of extent 1 pad
+// gather / scatter over rank-8 memrefs (leading dimensions of extent 1 pad
 // lower ranks), iterating over the index's shape. Each program owns a block
 // of the positions apart from dimension dim and walks dim in order, so
 // scatter's duplicates resolve as on the CPU (the last write wins) and
 // scatter_add sums in a fixed order.
 
+constexpr int kScatterRank = 8;
+
 /// The multi-index (dimension dim left 0) of position r of sizes apart from dim.
 inline void decode(int64_t r, const int64_t* sizes, int64_t dim, int64_t* coord) {
-  for (int d = 3; d >= 0; --d) {
+  for (int d = kScatterRank - 1; d >= 0; --d) {
     if (d == dim) {
       coord[d] = 0;
       continue;
@@ -519,22 +521,22 @@ inline void decode(int64_t r, const int64_t* sizes, int64_t dim, int64_t* coord)
 }
 
 template <typename T, typename U>
-int64_t offsetAt(const MemRef<T, 4>& m, const int64_t* coord) {
+int64_t offsetAt(const MemRef<T, kScatterRank>& m, const int64_t* coord) {
   int64_t o = m.offset;
-  for (int d = 0; d < 4; ++d) o += coord[d] * m.strides[d];
+  for (int d = 0; d < kScatterRank; ++d) o += coord[d] * m.strides[d];
   return o;
 }
 
 /// Calls line(coord) for this program's share of the lines of index along
 /// dim (every position of the other dimensions), coord their multi-index.
 template <typename Line>
-void forEachLine(const maia_grid_t* grid, const MemRef<int64_t, 4>& index, int64_t dim,
-                 Line&& line) {
+void forEachLine(const maia_grid_t* grid, const MemRef<int64_t, kScatterRank>& index,
+                 int64_t dim, Line&& line) {
   int64_t rows = 1;
-  for (int d = 0; d < 4; ++d)
+  for (int d = 0; d < kScatterRank; ++d)
     if (d != dim) rows *= index.sizes[d];
   auto slice = maia_kernel::programSlice(grid, rows);
-  int64_t coord[4];
+  int64_t coord[kScatterRank];
   for (int64_t r = slice.begin; r < slice.end; ++r) {
     decode(r, index.sizes, dim, coord);
     line(coord);
@@ -544,9 +546,9 @@ void forEachLine(const maia_grid_t* grid, const MemRef<int64_t, 4>& index, int64
 // args: out (index's shape), self, index, dim.
 template <typename T>
 void gather(void* const* args, const maia_grid_t* grid) {
-  const auto& out = memref<T, 4>(args, 0);
-  const auto& self = memref<T, 4>(args, 1);
-  const auto& index = memref<int64_t, 4>(args, 2);
+  const auto& out = memref<T, kScatterRank>(args, 0);
+  const auto& self = memref<T, kScatterRank>(args, 1);
+  const auto& index = memref<int64_t, kScatterRank>(args, 2);
   const int64_t dim = scalar<int64_t>(args, 3);
   const int64_t k_end = index.sizes[dim], n = self.sizes[dim];
   const int64_t si = index.strides[dim], so = out.strides[dim], ss = self.strides[dim];
@@ -566,9 +568,9 @@ void gather(void* const* args, const maia_grid_t* grid) {
 // 2 multiply, 3 amax, 4 amin; a NaN source wins, as on the CPU).
 template <typename T>
 void scatter(void* const* args, const maia_grid_t* grid) {
-  const auto& out = memref<T, 4>(args, 0);
-  const auto& index = memref<int64_t, 4>(args, 1);
-  const auto& src = memref<T, 4>(args, 2);
+  const auto& out = memref<T, kScatterRank>(args, 0);
+  const auto& index = memref<int64_t, kScatterRank>(args, 1);
+  const auto& src = memref<T, kScatterRank>(args, 2);
   const int64_t dim = scalar<int64_t>(args, 3), mode = scalar<int64_t>(args, 4);
   const int64_t k_end = index.sizes[dim], n = out.sizes[dim];
   const int64_t si = index.strides[dim], so = out.strides[dim], ss = src.strides[dim];

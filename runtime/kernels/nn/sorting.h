@@ -17,6 +17,10 @@
 // - topk: the CPU's own steps (partial_sort when k * 64 <= n, else
 //   nth_element and a sort of the first k - 1 when sorted), so ties select
 //   the same indices as the CPU.
+// - kthvalue, median/nanmedian along a dim and mode (one value and index per
+//   slice) likewise repeat the CPU's selection (Sorting.cpp,
+//   TensorCompareKernel.cpp): its median-of-three quickselect, nth_element
+//   under its (value, index) order, std::sort by value then the longest run.
 //
 // Programs own contiguous blocks of slices (every dimension but the sorted
 // one, row-major), so a result never depends on the program count.
@@ -195,6 +199,122 @@ void topk(void* const* args, const maia_grid_t* grid) {
       dst[j * sv] = src[keys[j].index * sx];
       dst_index[j * si] = keys[j].index;
     }
+  }
+}
+
+/// The CPU's kthvalue selection (Sorting.cpp's quick_select_template): a
+/// median-of-three pivot, a Hoare partition, NaN above every number; keys[k]
+/// ends up holding the k-th smallest, and which of equal values it is
+/// follows from these very swaps.
+template <typename C>
+void quickSelect(SortKey<C>* keys, int64_t n, int64_t k) {
+  auto greater = [](const SortKey<C>& a, const SortKey<C>& b) {
+    return (isNan(a.value) && !isNan(b.value)) || a.value > b.value;
+  };
+  int64_t lo = 0, hi = n - 1;
+  while (hi > lo) {
+    if (hi == lo + 1) {
+      if (greater(keys[lo], keys[hi])) std::swap(keys[lo], keys[hi]);
+      return;
+    }
+    std::swap(keys[(lo + hi) >> 1], keys[lo + 1]);
+    if (greater(keys[lo + 1], keys[hi])) std::swap(keys[lo + 1], keys[hi]);
+    if (greater(keys[lo], keys[hi])) std::swap(keys[lo], keys[hi]);
+    if (greater(keys[lo + 1], keys[lo])) std::swap(keys[lo + 1], keys[lo]);
+    const SortKey<C> pivot = keys[lo];
+    int64_t i = lo + 1, j = hi;
+    while (true) {
+      do ++i; while (greater(pivot, keys[i]));
+      do --j; while (greater(keys[j], pivot));
+      if (j < i) break;
+      std::swap(keys[i], keys[j]);
+    }
+    std::swap(keys[lo], keys[j]);
+    if (j <= k) lo = i;
+    if (j >= k) hi = j - 1;
+  }
+}
+
+/// The index (into keys) of a slice's median as the CPU picks it. median:
+/// the first NaN if any, else the (n - 1) / 2-th in (value, index) order;
+/// nanmedian: the same among the numbers, by std::nth_element under the
+/// CPU's comparator (which also decides an all-NaN slice).
+template <typename C>
+int64_t selectMedian(SortKey<C>* keys, int64_t n, bool ignore_nan) {
+  int64_t nans = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    if (!isNan(keys[j].value)) continue;
+    if (!ignore_nan) return j;  // keys are still in input order
+    ++nans;
+  }
+  auto before = [](const SortKey<C>& a, const SortKey<C>& b) {
+    return a.value < b.value || (a.value == b.value && a.index < b.index) ||
+           (isNan(b.value) && !isNan(a.value));
+  };
+  const int64_t nth = (n - nans - 1) / 2;  // C++ division: 0 for an all-NaN slice
+  std::nth_element(keys, keys + nth, keys + n, before);
+  return nth;
+}
+
+/// The CPU's mode: std::sort by value alone, then the last element of the
+/// first longest run of equal values (NaN != NaN: each NaN a run of one).
+template <typename C>
+int64_t selectMode(SortKey<C>* keys, int64_t n) {
+  std::sort(keys, keys + n,
+            [](const SortKey<C>& a, const SortKey<C>& b) { return a.value < b.value; });
+  int64_t best = 0, best_count = 0, count = 0;
+  for (int64_t j = 0; j < n; ++j) {
+    ++count;
+    if (j == n - 1 || keys[j].value != keys[j + 1].value) {
+      if (count > best_count) {
+        best = j;
+        best_count = count;
+      }
+      count = 0;
+    }
+  }
+  return best;
+}
+
+enum class Selection : int64_t { kKthValue = 0, kMedian = 1, kNanMedian = 2, kMode = 3 };
+
+// args: values, indices (i64; size 1 along dim), in (all rank 8), scratch
+// (u8: programs * n * kSortKeyBytes), dim, selection (Selection), k
+// (kthvalue: 1-based). Each slice's chosen value is copied from the input
+// element it names.
+template <typename T>
+void selectOne(void* const* args, const maia_grid_t* grid) {
+  using C = compute_t<T>;
+  const auto& values = memref<T, kSortRank>(args, 0);
+  const auto& indices = memref<int64_t, kSortRank>(args, 1);
+  const auto& in = memref<T, kSortRank>(args, 2);
+  const auto& scratch = memref<uint8_t, 1>(args, 3);
+  const int dim = static_cast<int>(scalar<int64_t>(args, 4));
+  const auto selection = static_cast<Selection>(scalar<int64_t>(args, 5));
+  const int64_t k = scalar<int64_t>(args, 6);
+  const int64_t n = in.sizes[dim], sx = in.strides[dim];
+  SortKey<C>* keys = programKeys<C>(scratch, n, grid);
+  auto slice = maia_kernel::programSlice(grid, sliceCount(in, dim));
+  for (int64_t s = slice.begin; s < slice.end; ++s) {
+    const T* src = in.aligned + sliceOffset(in, dim, s);
+    for (int64_t j = 0; j < n; ++j) keys[j] = {load(src[j * sx]), j};
+    int64_t chosen = 0;
+    switch (selection) {
+      case Selection::kKthValue:
+        quickSelect(keys, n, k - 1);
+        chosen = k - 1;
+        break;
+      case Selection::kMedian:
+      case Selection::kNanMedian:
+        chosen = selectMedian(keys, n, selection == Selection::kNanMedian);
+        break;
+      case Selection::kMode:
+        chosen = selectMode(keys, n);
+        break;
+    }
+    const int64_t index = keys[chosen].index;
+    values.aligned[sliceOffset(values, dim, s)] = src[index * sx];
+    indices.aligned[sliceOffset(indices, dim, s)] = index;
   }
 }
 

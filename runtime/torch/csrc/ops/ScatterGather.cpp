@@ -2,8 +2,8 @@
 // source, with or without reduce, functional and in-place), scatter_add,
 // scatter_reduce and index_reduce (a scatter_reduce over an expanded index),
 // launched from the NN kernel binary (runtime/kernels/nn,
-// maia_nn_kernels.maiabin) over rank-4 views: leading extent-1 dimensions pad
-// lower ranks; more than 4 dimensions are computed on the host, counted as a
+// maia_nn_kernels.maiabin) over rank-8 views: leading extent-1 dimensions pad
+// lower ranks; more than 8 dimensions are computed on the host, counted as a
 // fallback.
 //
 // Indices are converted to int64 on the device; out-of-range ones trap in
@@ -34,11 +34,10 @@ namespace {
 
 using at::Tensor;
 
-Tensor rank4(const Tensor& t) {
-  Tensor v = t;
-  while (v.dim() < 4) v = v.unsqueeze(0);
-  return v;
-}
+constexpr int64_t kRank = 8;  // the kernels' memref rank (nn.h's kScatterRank)
+
+/// t as a rank-kRank memref: leading dimensions of extent 1.
+maiaKernelArg paddedMemref(const Tensor& t) { return memrefOf(t, kRank); }
 
 Tensor gatherOp(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad) {
   dim = at::maybe_wrap_dim(dim, self.dim());
@@ -47,14 +46,14 @@ Tensor gatherOp(const Tensor& self, int64_t dim, const Tensor& index, bool spars
   if (index.numel() == 0) return out;
   at::native::gather_shape_check(self, dim, index);
   TORCH_CHECK_INDEX(self.numel() > 0, "gather(): self is empty but index is not");
-  if (self.dim() > 4) {
+  if (self.dim() > kRank) {
     noteHostFallback("aten::gather");
     return at::gather(self.cpu(), dim, index.cpu(), sparse_grad).to(self.device());
   }
   Tensor idx = index.to(c10::ScalarType::Long);
-  const int64_t pad = 4 - std::max<int64_t>(self.dim(), 1);
+  const int64_t pad = kRank - std::max<int64_t>(self.dim(), 1);
   launchNn("gather", self.scalar_type(),
-         {memrefOf(rank4(out)), memrefOf(rank4(self)), memrefOf(rank4(idx)),
+         {paddedMemref(out), paddedMemref(self), paddedMemref(idx),
           intArg(dim + pad)},
          programsFor(index.numel() / std::max<int64_t>(index.dim() ? index.size(dim) : 1, 1),
                      index.numel()),
@@ -73,7 +72,7 @@ Tensor& scatterInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor&
   at::native::scatter_shape_check(out, dim, index, src);
   if (index.numel() == 0) return out;
   TORCH_CHECK_INDEX(out.numel() > 0, name, "(): self is empty but index is not");
-  if (out.dim() > 4) {
+  if (out.dim() > kRank) {
     noteHostFallback(std::string("aten::") + name);
     Tensor host = out.cpu();
     if (mode == kAssign) host.scatter_(dim, index.cpu(), src.cpu());
@@ -84,9 +83,9 @@ Tensor& scatterInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor&
     return out;
   }
   Tensor idx = index.to(c10::ScalarType::Long);
-  const int64_t pad = 4 - std::max<int64_t>(out.dim(), 1);
+  const int64_t pad = kRank - std::max<int64_t>(out.dim(), 1);
   launchNn("scatter", out.scalar_type(),
-         {memrefOf(rank4(out)), memrefOf(rank4(idx)), memrefOf(rank4(src)), intArg(dim + pad),
+         {paddedMemref(out), paddedMemref(idx), paddedMemref(src), intArg(dim + pad),
           intArg(mode)},
          programsFor(index.numel() / std::max<int64_t>(index.dim() ? index.size(dim) : 1, 1),
                      index.numel()),

@@ -1,6 +1,7 @@
-// sort (stable or not, ascending or descending; functional and out=) and
-// topk on maia, each one launch of the NN kernel binary
-// (runtime/kernels/nn/sorting.h). argsort, msort, sort without `stable`,
+// sort (stable or not, ascending or descending; functional and out=),
+// topk, and kthvalue / median and nanmedian along a dim / mode (one value
+// and its index per slice, the CPU's selection) on maia, each one launch of
+// the NN kernel binary (runtime/kernels/nn/sorting.h). argsort, msort, sort without `stable`,
 // quantile/median's sorts and the autograd of both go through these.
 //
 // Checks and output shapes/strides come from ATen's own meta functions
@@ -10,10 +11,13 @@
 // the input first only when an out= tensor overlaps it, and never waits.
 #include <ATen/MemoryOverlap.h>
 #include <ATen/WrapDimUtils.h>
+#include <ATen/native/ReduceOpsUtils.h>
+#include <ATen/native/SortingUtils.h>
 #include <ATen/ops/sort_meta.h>
 #include <ATen/ops/topk_meta.h>
 #include <torch/library.h>
 
+#include <string>
 #include <tuple>
 
 #include "WorkSplit.h"
@@ -139,7 +143,68 @@ std::tuple<Tensor&, Tensor&> topkOut(const Tensor& self, c10::SymInt k, int64_t 
   return {values, indices};
 }
 
+// Which one value per slice select_one picks (sorting.h's Selection).
+enum class Selection : int64_t { kKthValue = 0, kMedian = 1, kNanMedian = 2, kMode = 3 };
+
+/// kthvalue, median/nanmedian along dim and mode into values/indices, with
+/// the CPU's checks (the dtypes its kernels have: every one but bool, mode
+/// also bool) and output shapes: size 1 along dim, squeezed unless keepdim.
+std::tuple<Tensor&, Tensor&> selectAlongDim(const char* name, Selection selection,
+                                            const Tensor& self, int64_t k, int64_t dim,
+                                            bool keepdim, Tensor& values, Tensor& indices) {
+  const std::string fn = std::string(name) + "()";
+  dim = c10::maybe_wrap_dim(dim, self.dim(), /*wrap_scalar=*/true);
+  at::native::zero_numel_check_dims(self, dim, fn.c_str());
+  if (selection == Selection::kKthValue) {
+    const int64_t slice_size = self.dim() == 0 ? 1 : self.size(dim);
+    TORCH_CHECK(k >= 1 && k <= slice_size, fn, ": selected number k out of range for dimension ",
+                dim);
+  }
+  TORCH_CHECK_NOT_IMPLEMENTED(
+      selection == Selection::kMode || self.scalar_type() != ScalarType::Bool, "\"",
+      selection == Selection::kKthValue ? "kthvalue_cpu" : "median_out",
+      "\" not implemented for 'Bool'");
+  at::native::_reduction_with_indices_allocate_or_resize_output(values, indices, self, dim,
+                                                                keepdim);
+  if (self.dim() == 0) {  // the CPU's scalar case
+    values.copy_(self);
+    indices.zero_();
+    return {values, indices};
+  }
+  if (values.numel() > 0)
+    launchSorting("select_one", self, dim, values, indices,
+                  {static_cast<int64_t>(selection), k});
+  if (!keepdim) {
+    values.squeeze_(dim);
+    indices.squeeze_(dim);
+  }
+  return {values, indices};
+}
+
+template <Selection Which>
+std::tuple<Tensor&, Tensor&> selectOut(const Tensor& self, int64_t dim, bool keepdim,
+                                       Tensor& values, Tensor& indices) {
+  const char* name = Which == Selection::kMode        ? "mode"
+                     : Which == Selection::kNanMedian ? "nanmedian"
+                                                      : "median";
+  return selectAlongDim(name, Which, self, 0, dim, keepdim, values, indices);
+}
+
 MAIA_NATIVE_KERNELS(m) {
+  m.impl("kthvalue.values", [](const Tensor& self, int64_t k, int64_t dim, bool keepdim,
+                               Tensor& values, Tensor& indices) {
+    return selectAlongDim("kthvalue", Selection::kKthValue, self, k, dim, keepdim, values,
+                          indices);
+  });
+  m.impl("median.dim_values", TORCH_FN(selectOut<Selection::kMedian>));
+  m.impl("nanmedian.dim_values", TORCH_FN(selectOut<Selection::kNanMedian>));
+  m.impl("mode.values", TORCH_FN(selectOut<Selection::kMode>));
+  m.impl("mode", [](const Tensor& self, int64_t dim, bool keepdim) {
+    Tensor values = newEmpty({0}, self.options());
+    Tensor indices = newEmpty({0}, self.options().dtype(ScalarType::Long));
+    selectOut<Selection::kMode>(self, dim, keepdim, values, indices);
+    return std::make_tuple(values, indices);
+  });
   m.impl("sort.stable", TORCH_FN(sortStable));
   m.impl("sort.values_stable", TORCH_FN(sortStableOut));
   m.impl("topk", TORCH_FN(topk));
