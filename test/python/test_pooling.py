@@ -9,6 +9,8 @@ their gradients with the CPU's float32 gradients of the same values (maia
 accumulates them in float32, the CPU in the 16-bit type), both within
 PyTorch's device-vs-CPU tolerances for the dtype."""
 
+import re
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -359,3 +361,72 @@ class TestErrorsAndEdges:
         model(conv_m, x.to("maia")).backward()
         torch.testing.assert_close(conv_m.weight.grad.cpu(), conv.weight.grad, atol=1e-4,
                                    rtol=1e-4)
+
+
+# max_unpool: the scatter of pooled values back to the positions their
+# indices name (ops/MaxUnpool.cpp), against the CPU, then its gradient.
+UNPOOL_CASES = [
+    (F.max_pool1d, F.max_unpool1d, (2, 3, 11), dict(kernel_size=3, stride=2)),
+    (F.max_pool2d, F.max_unpool2d, (2, 3, 9, 8), dict(kernel_size=2)),
+    (F.max_pool2d, F.max_unpool2d, (3, 7, 6), dict(kernel_size=3, stride=2, padding=1)),
+    (F.max_pool3d, F.max_unpool3d, (1, 2, 6, 5, 4), dict(kernel_size=2)),
+]
+
+
+@pytest.mark.parametrize("pool,unpool,shape,options", UNPOOL_CASES,
+                         ids=lambda v: v.__name__ if callable(v) else str(v))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+def test_max_unpool_matches_cpu(pool, unpool, shape, options, dtype):
+    torch.manual_seed(0)
+    x = torch.randn(shape)
+    pooled, indices = pool(x, return_indices=True, **options)
+    pooled = pooled.to(dtype)
+    spatial = {F.max_unpool1d: 1, F.max_unpool2d: 2, F.max_unpool3d: 3}[unpool]
+    size = shape[-spatial:]
+    expected = unpool(pooled, indices, options["kernel_size"], options.get("stride"),
+                      options.get("padding", 0), output_size=size)
+    torch.maia.reset_fallback_counts()
+    actual = unpool(pooled.to("maia"), indices.to("maia"), options["kernel_size"],
+                    options.get("stride"), options.get("padding", 0), output_size=size)
+    assert torch.maia.fallback_counts() == {}
+    assert actual.shape == expected.shape and torch.equal(actual.cpu(), expected)
+
+
+def test_max_unpool_duplicates_layout_gradient_and_out():
+    # Duplicate indices: the last value in input order wins, as on the CPU.
+    values = torch.arange(1.0, 9.0).view(1, 2, 2, 2)
+    indices = torch.tensor([[[[0, 0], [3, 0]], [[5, 5], [1, 2]]]])
+    expected = torch.ops.aten.max_unpool2d(values, indices, [3, 2])
+    actual = torch.ops.aten.max_unpool2d(values.to("maia"), indices.to("maia"), [3, 2])
+    assert torch.equal(actual.cpu(), expected)
+    # A channels-last input gives a channels-last output.
+    x = torch.randn(2, 4, 6, 6).to(memory_format=torch.channels_last)
+    pooled, idx = F.max_pool2d(x, 2, return_indices=True)
+    out = F.max_unpool2d(pooled.to("maia"), idx.to("maia"), 2)
+    expected = F.max_unpool2d(pooled, idx, 2)
+    assert out.is_contiguous(memory_format=torch.channels_last) == expected.is_contiguous(
+        memory_format=torch.channels_last)
+    assert torch.equal(out.cpu(), expected)
+    # The gradient gathers through the indices.
+    pm = pooled.to("maia").requires_grad_()
+    F.max_unpool2d(pm, idx.to("maia"), 2).pow(2).sum().backward()
+    pc = pooled.clone().requires_grad_()
+    F.max_unpool2d(pc, idx, 2).pow(2).sum().backward()
+    torch.testing.assert_close(pm.grad.cpu(), pc.grad)
+    result = torch.empty(3, device="maia")
+    torch.ops.aten.max_unpool2d.out(pooled.to("maia"), idx.to("maia"), [6, 6], out=result)
+    assert torch.equal(result.cpu(), expected)
+
+
+def test_max_unpool_errors_are_the_cpus():
+    x, idx = torch.randn(1, 2, 3, 3), torch.zeros(1, 2, 3, 3, dtype=torch.long)
+    cases = [lambda x, i: torch.ops.aten.max_unpool2d(x, i.int(), [6, 6]),
+             lambda x, i: torch.ops.aten.max_unpool2d(x, i[..., :2], [6, 6]),
+             lambda x, i: torch.ops.aten.max_unpool2d(x[0, 0, 0], i[0, 0, 0], [6, 6]),
+             lambda x, i: torch.ops.aten.max_unpool3d(x, i, [1, 6, 6], [1, 1], [0, 0, 0]),
+             lambda x, i: torch.ops.aten.max_unpool2d(x.long(), i, [6, 6])]
+    for case in cases:
+        with pytest.raises(RuntimeError) as cpu_error:
+            case(x, idx)
+        with pytest.raises(type(cpu_error.value), match=re.escape(str(cpu_error.value)[:30])):
+            case(x.to("maia"), idx.to("maia"))
