@@ -20,7 +20,11 @@ from opinfo_support import LOW_PRECISION_TOLERANCES
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 POOL_OPS = ("max_pool2d_with_indices", "max_pool2d_with_indices_backward", "avg_pool2d",
             "avg_pool2d_backward", "_adaptive_avg_pool2d", "_adaptive_avg_pool2d_backward",
-            "adaptive_avg_pool2d", "adaptive_max_pool2d", "adaptive_max_pool2d_backward")
+            "adaptive_avg_pool2d", "adaptive_max_pool2d", "adaptive_max_pool2d_backward",
+            "max_pool3d_with_indices", "max_pool3d_with_indices_backward", "avg_pool3d",
+            "avg_pool3d_backward", "_adaptive_avg_pool3d", "_adaptive_avg_pool3d_backward",
+            "adaptive_max_pool3d", "adaptive_max_pool3d_backward", "max_unpool2d",
+            "max_unpool3d")
 
 
 @pytest.fixture(autouse=True)
@@ -430,3 +434,95 @@ def test_max_unpool_errors_are_the_cpus():
             case(x, idx)
         with pytest.raises(type(cpu_error.value), match=re.escape(str(cpu_error.value)[:30])):
             case(x.to("maia"), idx.to("maia"))
+
+
+# 3-D pooling (pooling3d.h): forward bit for bit the CPU's in float32/float64
+# and int64 (the same windows, order and divisions), gradients, layouts.
+POOL3D_CASES = {
+    "max": (lambda x: F.max_pool3d(x, (2, 3, 2), stride=(1, 2, 2), padding=(1, 1, 0),
+                                   dilation=(2, 1, 1), return_indices=True),
+            [torch.float32, torch.float64, torch.bfloat16, torch.int64]),
+    "max_ceil": (lambda x: F.max_pool3d(x, 2, ceil_mode=True, return_indices=True),
+                 [torch.float32, torch.int32]),
+    "avg": (lambda x: F.avg_pool3d(x, (3, 2, 2), stride=2, padding=1), [torch.float32,
+                                                                         torch.float64,
+                                                                         torch.int64]),
+    "avg_exclude_pad": (lambda x: F.avg_pool3d(x, 3, stride=2, padding=1,
+                                               count_include_pad=False, ceil_mode=True),
+                        [torch.float32, torch.float64]),
+    "avg_divisor": (lambda x: F.avg_pool3d(x, 2, divisor_override=3), [torch.float64]),
+    "adaptive_avg": (lambda x: F.adaptive_avg_pool3d(x, (3, 2, 4)),
+                     [torch.float32, torch.float64, torch.bfloat16]),
+    "adaptive_max": (lambda x: F.adaptive_max_pool3d(x, (3, 2, 4), return_indices=True),
+                     [torch.float32, torch.float64, torch.float16]),
+}
+
+
+def pool3d_input(dtype, channels_last=False, batch=True):
+    torch.manual_seed(0)
+    x = torch.randint(-50, 50, (2, 3, 7, 6, 9)) if not dtype.is_floating_point else (
+        torch.randn(2, 3, 7, 6, 9))
+    x = x.to(dtype)
+    if dtype.is_floating_point:
+        x.view(-1)[::37] = float("nan") if dtype != torch.bfloat16 else x.view(-1)[::37]
+    x = x if batch else x[0]
+    return x.to(memory_format=torch.channels_last_3d) if channels_last else x
+
+
+def bits_equal(actual, expected):
+    actual = actual.cpu()
+    assert actual.dtype == expected.dtype and actual.shape == expected.shape
+    assert actual.stride() == expected.stride()
+    if actual.dtype.is_floating_point:
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0, equal_nan=True)
+    else:
+        assert torch.equal(actual, expected)
+
+
+@pytest.mark.parametrize("case", POOL3D_CASES)
+@pytest.mark.parametrize("kind", ["contiguous", "channels_last", "unbatched"])
+def test_pool3d_matches_cpu(case, kind):
+    fn, dtypes = POOL3D_CASES[case]
+    for dtype in dtypes:
+        x = pool3d_input(dtype, kind == "channels_last", kind != "unbatched")
+        expected = fn(x)
+        actual = fn(x.to("maia"))
+        for a, e in zip(actual, expected) if isinstance(expected, tuple) else [(actual,
+                                                                                  expected)]:
+            if dtype in (torch.bfloat16, torch.float16):
+                torch.testing.assert_close(a.cpu(), e, equal_nan=True, **tolerances(dtype))
+            else:
+                bits_equal(a, e)
+
+
+@pytest.mark.parametrize("case", [c for c in POOL3D_CASES if c != "avg_divisor"])
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_pool3d_gradients_match_cpu(case, channels_last):
+    fn, _ = POOL3D_CASES[case]
+    x = torch.randn(2, 3, 7, 6, 9, dtype=torch.float64)
+    if channels_last:
+        x = x.to(memory_format=torch.channels_last_3d)
+    xc = x.clone().requires_grad_()
+    xm = x.to("maia").requires_grad_()
+    yc, ym = fn(xc), fn(xm)
+    yc, ym = (yc[0], ym[0]) if isinstance(yc, tuple) else (yc, ym)
+    grad = torch.randn_like(yc)
+    yc.backward(grad)
+    ym.backward(grad.to("maia"))
+    torch.testing.assert_close(xm.grad.cpu(), xc.grad)
+    assert xm.grad.stride() == xc.grad.stride()
+
+
+def test_pool3d_errors_are_the_cpus():
+    x = torch.randn(1, 2, 4, 4, 4)
+    cases = [lambda t: F.max_pool3d(t, 5), lambda t: F.max_pool3d(t, 2, padding=2),
+             lambda t: F.avg_pool3d(t.half(), 2), lambda t: F.avg_pool3d(t.int(), 2),
+             lambda t: F.adaptive_avg_pool3d(t.long(), 2),
+             lambda t: F.adaptive_max_pool3d(t.long(), 2),
+             lambda t: F.adaptive_avg_pool3d(t[:, :, :0], 2),
+             lambda t: torch.ops.aten.max_pool3d_with_indices(t[0, 0, 0], [2], [], [0], [1])]
+    for case in cases:
+        with pytest.raises((RuntimeError, NotImplementedError)) as cpu_error:
+            case(x)
+        with pytest.raises(type(cpu_error.value), match=re.escape(str(cpu_error.value)[:40])):
+            case(x.to("maia"))

@@ -67,6 +67,13 @@ T& at4(const MemRef<T, 4>& m, int64_t n, int64_t c, int64_t y, int64_t x) {
                    x * m.strides[3]];
 }
 
+/// Element (n, c, z, y, x) of a 5-D memref.
+template <typename T>
+T& at5(const MemRef<T, 5>& m, int64_t n, int64_t c, int64_t z, int64_t y, int64_t x) {
+  return m.aligned[m.offset + n * m.strides[0] + c * m.strides[1] + z * m.strides[2] +
+                   y * m.strides[3] + x * m.strides[4]];
+}
+
 /// Whether v replaces best in a max: larger, or NaN (NaN wins; a later NaN
 /// replaces an earlier one, as on the CPU).
 template <typename C>

@@ -49,13 +49,6 @@ inline int64_t nearestSource(int64_t o, int64_t in, int64_t out, float scale, bo
   return std::min(static_cast<int64_t>(floorf(static_cast<float>(o) * scale)), in - 1);
 }
 
-/// Element (n, c, z, y, x) of a 5-D memref.
-template <typename T>
-T& at5(const MemRef<T, 5>& m, int64_t n, int64_t c, int64_t z, int64_t y, int64_t x) {
-  return m.aligned[m.offset + n * m.strides[0] + c * m.strides[1] + z * m.strides[2] +
-                   y * m.strides[3] + x * m.strides[4]];
-}
-
 /// The float scales of nearest upsampling (depth, height, width) and its mode.
 struct NearestScales {
   float d, h, w;

@@ -31,20 +31,39 @@
 #include "ops/EagerKernels.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/Pooling.h"
 #include "ops/Structured.h"
 
 namespace torch_maia::ops {
-namespace {
 
-using at::IntArrayRef;
 using at::Tensor;
 using c10::ScalarType;
 
-/// The CPU's error for a dtype its kernel is not compiled for.
 void checkDtype(const char* op, ScalarType dtype, bool supported) {
   TORCH_CHECK_NOT_IMPLEMENTED(supported, "\"", op, "\" not implemented for '",
                               c10::toString(dtype), "'");
 }
+
+void maxPoolBackwardKernel(const char* op, const Tensor& grad_output, const Tensor& indices,
+                           const Tensor& grad_input) {
+  const ScalarType dtype = grad_input.scalar_type();
+  checkDtype(op, dtype, at::isFloatingType(dtype));
+  if (grad_input.numel() == 0) return;
+  const ScalarType compute = at::toOpMathType(dtype);
+  const Tensor target =
+      compute == dtype ? grad_input
+                       : at::empty_like(grad_input, grad_input.options().dtype(compute));
+  launchNn("max_pool2d_bwd", dtype,
+           {memrefOf(target, 4), memrefOf(grad_output, 4), memrefOf(indices, 4)},
+           programsFor(grad_input.numel() / (grad_input.size(-1) * grad_input.size(-2)),
+                       grad_input.numel() + grad_output.numel()),
+           grad_input.device());
+  if (!target.is_same(grad_input)) grad_input.copy_(target);
+}
+
+namespace {
+
+using at::IntArrayRef;
 
 bool isFloat(ScalarType t) { return at::isFloatingType(t); }
 bool isFloatOrLong(ScalarType t) { return isFloat(t) || t == ScalarType::Long; }
@@ -72,8 +91,6 @@ struct Window {
 
 /// The rows (n, c, y) of a 3-D (C, H, W) or 4-D (N, C, H, W) tensor.
 int64_t rowsOf(const Tensor& t) { return t.numel() == 0 ? 0 : t.numel() / t.size(-1); }
-/// Its (n, c) planes.
-int64_t planesOf(const Tensor& t) { return t.numel() == 0 ? 0 : rowsOf(t) / t.size(-2); }
 
 // ---- max_pool2d ----------------------------------------------------------
 
@@ -108,25 +125,6 @@ std::tuple<Tensor&, Tensor&> maxPool2dOut(const Tensor& self, IntArrayRef kernel
   op.meta(self, kernel_size, stride, padding, dilation, ceil_mode);
   maxPoolKernel(self, kernel_size, stride, padding, dilation, out, indices);
   return {out, indices};
-}
-
-/// grad_input from grad_output through the indices (max and adaptive max
-/// pooling). The kernel accumulates in the compute type: float16/bfloat16
-/// gradients go through a float32 buffer cast back on the device.
-void maxPoolBackwardKernel(const char* op, const Tensor& grad_output, const Tensor& indices,
-                           const Tensor& grad_input) {
-  const ScalarType dtype = grad_input.scalar_type();
-  checkDtype(op, dtype, isFloat(dtype));
-  if (grad_input.numel() == 0) return;
-  const ScalarType compute = at::toOpMathType(dtype);
-  const Tensor target =
-      compute == dtype ? grad_input
-                       : at::empty_like(grad_input, grad_input.options().dtype(compute));
-  launchNn("max_pool2d_bwd", dtype,
-           {memrefOf(target, 4), memrefOf(grad_output, 4), memrefOf(indices, 4)},
-           programsFor(planesOf(grad_input), grad_input.numel() + grad_output.numel()),
-           grad_input.device());
-  if (!target.is_same(grad_input)) grad_input.copy_(target);
 }
 
 Tensor maxPool2dBackward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size,
