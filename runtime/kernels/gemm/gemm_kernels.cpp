@@ -40,6 +40,23 @@
 namespace maia_gemm {
 namespace {
 
+/// The operands' batch strides (0 for a batch of size 1, which broadcasts
+/// whatever its stride says), once their shapes are checked to agree: a
+/// mismatch traps.
+struct BatchStrides {
+  int64_t a, b;
+};
+template <typename T>
+BatchStrides checkedBatchStrides(const maia_kernel::MemRef<T, 3>& a,
+                                 const maia_kernel::MemRef<T, 3>& b,
+                                 const maia_kernel::MemRef<T, 3>& c) {
+  const int64_t batch = c.sizes[0];
+  if (a.sizes[1] != c.sizes[1] || b.sizes[1] != a.sizes[2] || b.sizes[2] != c.sizes[2] ||
+      (a.sizes[0] != batch && a.sizes[0] != 1) || (b.sizes[0] != batch && b.sizes[0] != 1))
+    __builtin_trap();
+  return {a.sizes[0] == 1 ? 0 : a.strides[0], b.sizes[0] == 1 ? 0 : b.strides[0]};
+}
+
 template <typename T>
 void gemmProgram(void* const* args, const maia_grid_t* grid) {
   const auto& a = maia_kernel::memref<T, 3>(args, 0);
@@ -48,12 +65,7 @@ void gemmProgram(void* const* args, const maia_grid_t* grid) {
   const float alpha = maia_kernel::scalar<float>(args, 3);
   const float beta = maia_kernel::scalar<float>(args, 4);
   const int64_t batch = c.sizes[0], m = c.sizes[1], n = c.sizes[2], k = a.sizes[2];
-  if (a.sizes[1] != m || b.sizes[1] != k || b.sizes[2] != n ||
-      (a.sizes[0] != batch && a.sizes[0] != 1) || (b.sizes[0] != batch && b.sizes[0] != 1))
-    __builtin_trap();
-  // A batch of size 1 broadcasts whatever its stride says.
-  const int64_t a_batch_stride = a.sizes[0] == 1 ? 0 : a.strides[0];
-  const int64_t b_batch_stride = b.sizes[0] == 1 ? 0 : b.strides[0];
+  const auto [a_batch_stride, b_batch_stride] = checkedBatchStrides(a, b, c);
 
   Range rows = split(m, kMR, grid->num_programs[0], grid->program_id[0]);
   Range cols = split(n, kNR, grid->num_programs[1], grid->program_id[1]);
@@ -88,11 +100,7 @@ void wideGemmProgram(void* const* args, const maia_grid_t* grid) {
   const Acc alpha = static_cast<Acc>(maia_kernel::scalar<Scalar>(args, 3));
   const Acc beta = static_cast<Acc>(maia_kernel::scalar<Scalar>(args, 4));
   const int64_t batch = c.sizes[0], m = c.sizes[1], n = c.sizes[2], k = a.sizes[2];
-  if (a.sizes[1] != m || b.sizes[1] != k || b.sizes[2] != n ||
-      (a.sizes[0] != batch && a.sizes[0] != 1) || (b.sizes[0] != batch && b.sizes[0] != 1))
-    __builtin_trap();
-  const int64_t a_batch_stride = a.sizes[0] == 1 ? 0 : a.strides[0];
-  const int64_t b_batch_stride = b.sizes[0] == 1 ? 0 : b.strides[0];
+  const auto [a_batch_stride, b_batch_stride] = checkedBatchStrides(a, b, c);
   constexpr int64_t kRowUnit = 4, kColUnit = 64;
   Range rows = split(m, kRowUnit, grid->num_programs[0], grid->program_id[0]);
   Range cols = split(n, kColUnit, grid->num_programs[1], grid->program_id[1]);
@@ -113,30 +121,18 @@ void wideGemmProgram(void* const* args, const maia_grid_t* grid) {
 }  // namespace
 }  // namespace maia_gemm
 
-MAIA_KERNEL gemm_f32(void* const* args, const maia_grid_t* grid) {
-  maia_gemm::gemmProgram<float>(args, grid);
-}
-MAIA_KERNEL gemm_bf16(void* const* args, const maia_grid_t* grid) {
-  maia_gemm::gemmProgram<maia_gemm::bf16>(args, grid);
-}
-MAIA_KERNEL gemm_f16(void* const* args, const maia_grid_t* grid) {
-  maia_gemm::gemmProgram<maia_gemm::f16>(args, grid);
-}
-MAIA_KERNEL gemm_f64(void* const* args, const maia_grid_t* grid) {
-  maia_gemm::wideGemmProgram<double>(args, grid);
-}
-MAIA_KERNEL gemm_i64(void* const* args, const maia_grid_t* grid) {
-  maia_gemm::wideGemmProgram<int64_t>(args, grid);
-}
-MAIA_KERNEL gemm_i32(void* const* args, const maia_grid_t* grid) {
-  maia_gemm::wideGemmProgram<int32_t>(args, grid);
-}
-MAIA_KERNEL gemm_i16(void* const* args, const maia_grid_t* grid) {
-  maia_gemm::wideGemmProgram<int16_t>(args, grid);
-}
-MAIA_KERNEL gemm_i8(void* const* args, const maia_grid_t* grid) {
-  maia_gemm::wideGemmProgram<int8_t>(args, grid);
-}
-MAIA_KERNEL gemm_u8(void* const* args, const maia_grid_t* grid) {
-  maia_gemm::wideGemmProgram<uint8_t>(args, grid);
-}
+// Each entry point runs its dtype's program.
+#define MAIA_GEMM_KERNEL(symbol, program)                           \
+  MAIA_KERNEL symbol(void* const* args, const maia_grid_t* grid) { \
+    maia_gemm::program(args, grid);                                 \
+  }
+MAIA_GEMM_KERNEL(gemm_f32, gemmProgram<float>)
+MAIA_GEMM_KERNEL(gemm_bf16, gemmProgram<maia_gemm::bf16>)
+MAIA_GEMM_KERNEL(gemm_f16, gemmProgram<maia_gemm::f16>)
+MAIA_GEMM_KERNEL(gemm_f64, wideGemmProgram<double>)
+MAIA_GEMM_KERNEL(gemm_i64, wideGemmProgram<int64_t>)
+MAIA_GEMM_KERNEL(gemm_i32, wideGemmProgram<int32_t>)
+MAIA_GEMM_KERNEL(gemm_i16, wideGemmProgram<int16_t>)
+MAIA_GEMM_KERNEL(gemm_i8, wideGemmProgram<int8_t>)
+MAIA_GEMM_KERNEL(gemm_u8, wideGemmProgram<uint8_t>)
+#undef MAIA_GEMM_KERNEL

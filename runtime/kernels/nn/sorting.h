@@ -113,17 +113,32 @@ SortKey<C>* programKeys(const MemRef<uint8_t, 1>& scratch, int64_t n, const maia
   return reinterpret_cast<SortKey<C>*>(base) + maia_kernel::linearProgramId(grid) * n;
 }
 
+/// The arguments every kernel here starts with: values, indices (i64), in
+/// (all rank 8), scratch (u8: programs * n * kSortKeyBytes), dim.
+template <typename T>
+struct SliceArgs {
+  const MemRef<T, kSortRank>& values;
+  const MemRef<int64_t, kSortRank>& indices;
+  const MemRef<T, kSortRank>& in;
+  const MemRef<uint8_t, 1>& scratch;
+  const int dim;
+
+  explicit SliceArgs(void* const* args)
+      : values(memref<T, kSortRank>(args, 0)),
+        indices(memref<int64_t, kSortRank>(args, 1)),
+        in(memref<T, kSortRank>(args, 2)),
+        scratch(memref<uint8_t, 1>(args, 3)),
+        dim(static_cast<int>(scalar<int64_t>(args, 4))) {}
+};
+
 // args: values, indices (i64), in (all rank 8, the same sizes), scratch (u8:
 // programs * n * kSortKeyBytes), dim, descending, stable. values must not
 // overlap in (the host copies in first when it would).
 template <typename T>
 void sort(void* const* args, const maia_grid_t* grid) {
   using C = compute_t<T>;
-  const auto& values = memref<T, kSortRank>(args, 0);
-  const auto& indices = memref<int64_t, kSortRank>(args, 1);
-  const auto& in = memref<T, kSortRank>(args, 2);
-  const auto& scratch = memref<uint8_t, 1>(args, 3);
-  const int dim = static_cast<int>(scalar<int64_t>(args, 4));
+  const SliceArgs<T> a(args);
+  const auto& [values, indices, in, scratch, dim] = a;
   const bool descending = scalar<int64_t>(args, 5) != 0;
   const bool stable = scalar<int64_t>(args, 6) != 0;
   const int64_t n = in.sizes[dim];
@@ -174,11 +189,8 @@ void selectTop(K* keys, int64_t n, int64_t k, bool sorted, Order order) {
 template <typename T>
 void topk(void* const* args, const maia_grid_t* grid) {
   using C = compute_t<T>;
-  const auto& values = memref<T, kSortRank>(args, 0);
-  const auto& indices = memref<int64_t, kSortRank>(args, 1);
-  const auto& in = memref<T, kSortRank>(args, 2);
-  const auto& scratch = memref<uint8_t, 1>(args, 3);
-  const int dim = static_cast<int>(scalar<int64_t>(args, 4));
+  const SliceArgs<T> a(args);
+  const auto& [values, indices, in, scratch, dim] = a;
   const int64_t k = scalar<int64_t>(args, 5);
   const bool largest = scalar<int64_t>(args, 6) != 0;
   const bool sorted = scalar<int64_t>(args, 7) != 0;
@@ -285,11 +297,8 @@ enum class Selection : int64_t { kKthValue = 0, kMedian = 1, kNanMedian = 2, kMo
 template <typename T>
 void selectOne(void* const* args, const maia_grid_t* grid) {
   using C = compute_t<T>;
-  const auto& values = memref<T, kSortRank>(args, 0);
-  const auto& indices = memref<int64_t, kSortRank>(args, 1);
-  const auto& in = memref<T, kSortRank>(args, 2);
-  const auto& scratch = memref<uint8_t, 1>(args, 3);
-  const int dim = static_cast<int>(scalar<int64_t>(args, 4));
+  const SliceArgs<T> a(args);
+  const auto& [values, indices, in, scratch, dim] = a;
   const auto selection = static_cast<Selection>(scalar<int64_t>(args, 5));
   const int64_t k = scalar<int64_t>(args, 6);
   const int64_t n = in.sizes[dim], sx = in.strides[dim];

@@ -12,6 +12,7 @@
 
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -37,8 +38,7 @@ void checkUnpool(int spatial, const Tensor& self, const Tensor& indices,
     TORCH_CHECK(self.size(d) > 0, "max_unpooling", spatial,
                 "d_forward_out_cpu(): Expected input to have non-zero size for non-batch "
                 "dimensions, but got ", self.sizes(), " with dimension ", d, " being empty.");
-  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(self.scalar_type()), "\"max_unpool", spatial,
-                              "d\" not implemented for '", toString(self.scalar_type()), "'");
+  checkFloatDtype(spatial == 2 ? "max_unpool2d" : "max_unpool3d", self.scalar_type());
   for (int64_t size : output_size)
     TORCH_CHECK(size >= 0, "max_unpooling", spatial,
                 "d(): output_size must contain non-negative spatial dimensions, but got "

@@ -1,8 +1,11 @@
 // Small helpers shared by the operators launched from the NN kernel binary
-// (Softmax.cpp, LayerNorm.cpp, Loss.cpp, IndexSelect.cpp, Embedding.cpp).
+// (Softmax.cpp, LayerNorm.cpp, Loss.cpp, IndexSelect.cpp, Embedding.cpp,
+// the pooling, upsampling and sorting operators, ...).
 #pragma once
 
+#include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
+#include <ATen/ops/empty_like.h>
 #include <c10/core/ScalarType.h>
 
 namespace torch_maia::ops {
@@ -14,10 +17,23 @@ inline void checkFloating(const char* op, const at::Tensor& t) {
 }
 
 /// The CPU's NotImplementedError for a dtype its kernel `op` (e.g.
-/// "glu_cpu") is not compiled for: the exact type and text the CPU raises.
-inline void checkFloatDtype(const char* op, c10::ScalarType dtype) {
-  TORCH_CHECK_NOT_IMPLEMENTED(at::isFloatingType(dtype), "\"", op, "\" not implemented for '",
+/// "glu_cpu") is not compiled for (supported false): the exact type and
+/// text the CPU raises.
+inline void checkDtype(const char* op, c10::ScalarType dtype, bool supported) {
+  TORCH_CHECK_NOT_IMPLEMENTED(supported, "\"", op, "\" not implemented for '",
                               c10::toString(dtype), "'");
+}
+
+/// The same for a kernel compiled for the floating dtypes only.
+inline void checkFloatDtype(const char* op, c10::ScalarType dtype) {
+  checkDtype(op, dtype, at::isFloatingType(dtype));
+}
+
+/// Where a kernel accumulating in the compute type writes t: t itself, or
+/// for float16/bfloat16 a float32 tensor like it (copied into t after).
+inline at::Tensor computeTypeTarget(const at::Tensor& t) {
+  const c10::ScalarType compute = at::toOpMathType(t.scalar_type());
+  return compute == t.scalar_type() ? t : at::empty_like(t, t.options().dtype(compute));
 }
 
 /// The product of sizes[begin, end): the extent of those dimensions

@@ -31,6 +31,7 @@
 #include "ops/EagerKernels.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 #include "ops/Pooling.h"
 #include "ops/Structured.h"
 
@@ -39,20 +40,12 @@ namespace torch_maia::ops {
 using at::Tensor;
 using c10::ScalarType;
 
-void checkDtype(const char* op, ScalarType dtype, bool supported) {
-  TORCH_CHECK_NOT_IMPLEMENTED(supported, "\"", op, "\" not implemented for '",
-                              c10::toString(dtype), "'");
-}
-
 void maxPoolBackwardKernel(const char* op, const Tensor& grad_output, const Tensor& indices,
                            const Tensor& grad_input) {
   const ScalarType dtype = grad_input.scalar_type();
-  checkDtype(op, dtype, at::isFloatingType(dtype));
+  checkFloatDtype(op, dtype);
   if (grad_input.numel() == 0) return;
-  const ScalarType compute = at::toOpMathType(dtype);
-  const Tensor target =
-      compute == dtype ? grad_input
-                       : at::empty_like(grad_input, grad_input.options().dtype(compute));
+  const Tensor target = computeTypeTarget(grad_input);
   launchNn("max_pool2d_bwd", dtype,
            {memrefOf(target, 4), memrefOf(grad_output, 4), memrefOf(indices, 4)},
            programsFor(grad_input.numel() / (grad_input.size(-1) * grad_input.size(-2)),

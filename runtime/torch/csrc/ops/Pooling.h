@@ -6,9 +6,6 @@
 
 namespace torch_maia::ops {
 
-/// The CPU's NotImplementedError for a dtype its kernel is not compiled for.
-void checkDtype(const char* op, c10::ScalarType dtype, bool supported);
-
 /// grad_input (N, C, H, W or C, H, W) from grad_output through the flat
 /// per-plane indices of max and adaptive max pooling. The kernel
 /// accumulates in the compute type: float16/bfloat16 gradients go through a

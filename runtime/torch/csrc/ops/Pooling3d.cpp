@@ -27,6 +27,7 @@
 #include "ops/EagerKernels.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 #include "ops/Pooling.h"
 #include "ops/Structured.h"
 

@@ -24,6 +24,7 @@
 #include "ops/EagerKernels.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 #include "ops/Structured.h"
 
 namespace torch_maia::ops {
@@ -160,10 +161,9 @@ std::tuple<Tensor&, Tensor&> selectAlongDim(const char* name, Selection selectio
     TORCH_CHECK(k >= 1 && k <= slice_size, fn, ": selected number k out of range for dimension ",
                 dim);
   }
-  TORCH_CHECK_NOT_IMPLEMENTED(
-      selection == Selection::kMode || self.scalar_type() != ScalarType::Bool, "\"",
-      selection == Selection::kKthValue ? "kthvalue_cpu" : "median_out",
-      "\" not implemented for 'Bool'");
+  checkDtype(selection == Selection::kKthValue ? "kthvalue_cpu" : "median_out",
+             self.scalar_type(),
+             selection == Selection::kMode || self.scalar_type() != ScalarType::Bool);
   at::native::_reduction_with_indices_allocate_or_resize_output(values, indices, self, dim,
                                                                 keepdim);
   if (self.dim() == 0) {  // the CPU's scalar case

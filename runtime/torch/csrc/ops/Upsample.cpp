@@ -43,6 +43,7 @@
 #include "ops/HostRouting.h"
 #include "ops/Fallback.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 #include "ops/Structured.h"
 
 namespace torch_maia::ops {
@@ -94,12 +95,6 @@ Tensor withSpatialDims(const Tensor& t, int64_t rank) {
   Tensor v = t;
   while (v.dim() < rank) v = v.unsqueeze(2);
   return v;
-}
-
-/// The CPU's error for a dtype its kernel is not compiled for.
-void checkDtype(const char* op, ScalarType dtype, bool supported) {
-  TORCH_CHECK_NOT_IMPLEMENTED(supported, "\"", op, "\" not implemented for '",
-                              c10::toString(dtype), "'");
 }
 
 /// An operator's scales, (depth, height, width); the ones a lower-dimensional
@@ -166,10 +161,7 @@ void backward(const char* op, Mode mode, bool align, const Tensor& grad_output,
   const ScalarType dtype = grad_output.scalar_type();
   checkDtype(op, dtype, at::isFloatingType(dtype));
   if (grad_input.numel() == 0) return;
-  const ScalarType compute = at::toOpMathType(dtype);
-  const Tensor target =
-      compute == dtype ? grad_input
-                       : at::empty_like(grad_input, grad_input.options().dtype(compute));
+  const Tensor target = computeTypeTarget(grad_input);
   const Tensor in_view = withSpatialDims(target, kernelRank(mode));
   const Tensor out_view = withSpatialDims(grad_output, kernelRank(mode));
   std::vector<maiaKernelArg> args{memrefOf(in_view), memrefOf(out_view)};
