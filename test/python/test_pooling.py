@@ -463,8 +463,8 @@ def pool3d_input(dtype, channels_last=False, batch=True):
     x = torch.randint(-50, 50, (2, 3, 7, 6, 9)) if not dtype.is_floating_point else (
         torch.randn(2, 3, 7, 6, 9))
     x = x.to(dtype)
-    if dtype.is_floating_point:
-        x.view(-1)[::37] = float("nan") if dtype != torch.bfloat16 else x.view(-1)[::37]
+    if dtype.is_floating_point and dtype != torch.bfloat16:
+        x.view(-1)[::37] = float("nan")
     x = x if batch else x[0]
     return x.to(memory_format=torch.channels_last_3d) if channels_last else x
 

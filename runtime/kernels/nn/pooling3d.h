@@ -52,6 +52,12 @@ struct Pool3dGeometry {
     }
     return g;
   }
+
+  /// Average pooling's window of output o along dimension dim of `size`
+  /// inputs.
+  AvgWindow avg(int dim, int64_t o, int64_t size) const {
+    return avgWindow(o, s[dim], p[dim], k[dim], size);
+  }
 };
 
 /// Max of the window [begin, end) step dilation per dimension of plane
@@ -151,10 +157,9 @@ void avgPool3d(void* const* args, const maia_grid_t* grid) {
   auto slice = maia_kernel::programSlice(grid, rowCount3d(out));
   for (int64_t row = slice.begin; row < slice.end; ++row) {
     const auto [n, c, od, oy] = row3d(out, row);
-    AvgWindow w[3] = {avgWindow(od, g.s[0], g.p[0], g.k[0], in.sizes[2]),
-                      avgWindow(oy, g.s[1], g.p[1], g.k[1], in.sizes[3]), {}};
+    AvgWindow w[3] = {g.avg(0, od, in.sizes[2]), g.avg(1, oy, in.sizes[3]), {}};
     for (int64_t ox = 0; ox < out.sizes[4]; ++ox) {
-      w[2] = avgWindow(ox, g.s[2], g.p[2], g.k[2], in.sizes[4]);
+      w[2] = g.avg(2, ox, in.sizes[4]);
       T& dst = at5(out, n, c, od, oy, ox);
       if (w[0].begin >= w[0].end || w[1].begin >= w[1].end || w[2].begin >= w[2].end) {
         dst = store<T>(0);  // only padding
@@ -191,9 +196,8 @@ void avgPool3dBackward(void* const* args, const maia_grid_t* grid) {
       for (int64_t od = ods.begin; od < ods.end; ++od)
         for (int64_t oy = oys.begin; oy < oys.end; ++oy)
           for (int64_t ox = oxs.begin; ox < oxs.end; ++ox) {
-            const AvgWindow w[3] = {avgWindow(od, g.s[0], g.p[0], g.k[0], gi.sizes[2]),
-                                    avgWindow(oy, g.s[1], g.p[1], g.k[1], gi.sizes[3]),
-                                    avgWindow(ox, g.s[2], g.p[2], g.k[2], gi.sizes[4])};
+            const AvgWindow w[3] = {g.avg(0, od, gi.sizes[2]), g.avg(1, oy, gi.sizes[3]),
+                                    g.avg(2, ox, gi.sizes[4])};
             const int64_t divisor = avgDivisor3d(w, count_include_pad, divisor_override);
             acc += load(at5(go, n, c, od, oy, ox)) / static_cast<C>(divisor);
           }

@@ -220,9 +220,7 @@ void topk(void* const* args, const maia_grid_t* grid) {
 /// follows from these very swaps.
 template <typename C>
 void quickSelect(SortKey<C>* keys, int64_t n, int64_t k) {
-  auto greater = [](const SortKey<C>& a, const SortKey<C>& b) {
-    return (isNan(a.value) && !isNan(b.value)) || a.value > b.value;
-  };
+  const Descending<C> greater;  // a > b, NaN above every number
   int64_t lo = 0, hi = n - 1;
   while (hi > lo) {
     if (hi == lo + 1) {

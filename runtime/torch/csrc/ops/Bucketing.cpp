@@ -71,8 +71,9 @@ Tensor& searchsortedOut(const Tensor& boundaries, const Tensor& values, bool out
   return out;
 }
 
-Tensor searchsortedValues(const Tensor& boundaries, const Tensor& values, bool out_int32, bool right,
-                    std::optional<std::string_view> side, const std::optional<Tensor>& sorter) {
+Tensor searchsortedValues(const Tensor& boundaries, const Tensor& values, bool out_int32,
+                          bool right, std::optional<std::string_view> side,
+                          const std::optional<Tensor>& sorter) {
   Tensor out = newEmpty({0}, values.options().dtype(out_int32 ? at::kInt : at::kLong));
   return searchsortedOut(boundaries, values, out_int32, right, side, sorter, out);
 }
@@ -81,8 +82,8 @@ Tensor searchsortedScalar(const Tensor& boundaries, const at::Scalar& value, boo
                           bool right, std::optional<std::string_view> side,
                           const std::optional<Tensor>& sorter) {
   return searchsortedValues(boundaries,
-                      at::native::searchsorted_scalar_tensor(value, boundaries.device()),
-                      out_int32, right, side, sorter);
+                            at::native::searchsorted_scalar_tensor(value, boundaries.device()),
+                            out_int32, right, side, sorter);
 }
 
 Tensor& searchsortedScalarOut(const Tensor& boundaries, const at::Scalar& value, bool out_int32,
@@ -104,7 +105,8 @@ Tensor& bucketizeOut(const Tensor& values, const Tensor& boundaries, bool out_in
   return searchsortedOut(boundaries, values, out_int32, right, std::nullopt, std::nullopt, out);
 }
 
-Tensor bucketizeValues(const Tensor& values, const Tensor& boundaries, bool out_int32, bool right) {
+Tensor bucketizeValues(const Tensor& values, const Tensor& boundaries, bool out_int32,
+                       bool right) {
   Tensor out = newEmpty({0}, values.options().dtype(out_int32 ? at::kInt : at::kLong));
   return bucketizeOut(values, boundaries, out_int32, right, out);
 }
@@ -163,7 +165,8 @@ Tensor& histcOut(const Tensor& self, int64_t bins, const at::Scalar& min, const 
   return out.copy_(counts.sum(0));
 }
 
-Tensor histcCounts(const Tensor& self, int64_t bins, const at::Scalar& min, const at::Scalar& max) {
+Tensor histcCounts(const Tensor& self, int64_t bins, const at::Scalar& min,
+                   const at::Scalar& max) {
   Tensor out = newEmpty({0}, self.options());
   return histcOut(self, bins, min, max, out);
 }

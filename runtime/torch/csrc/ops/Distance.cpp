@@ -37,8 +37,7 @@ Tensor cdistForward(const Tensor& x1, const Tensor& x2, double p,
   const int64_t r1 = x1.size(-2), r2 = x2.size(-2), c = x1.size(-1);
   std::vector<int64_t> batch = at::infer_size(x1.sizes().slice(0, x1.dim() - 2),
                                               x2.sizes().slice(0, x2.dim() - 2));
-  int64_t batch_count = 1;
-  for (int64_t b : batch) batch_count *= b;
+  const int64_t batch_count = prod(batch, 0, static_cast<int64_t>(batch.size()));
   std::vector<int64_t> shape = batch;
   shape.push_back(r1);
   shape.push_back(r2);

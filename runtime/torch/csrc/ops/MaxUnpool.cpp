@@ -50,13 +50,9 @@ Tensor& maxUnpoolOut(int spatial, const Tensor& self, const Tensor& indices,
   checkUnpool(spatial, self, indices, output_size);
   const int64_t leading = self.dim() - spatial;  // (C) or (N, C)
   std::vector<int64_t> shape(self.sizes().begin(), self.sizes().begin() + leading);
-  int64_t plane = 1;
-  for (int64_t size : output_size) {
-    shape.push_back(size);
-    plane *= size;
-  }
-  int64_t plane_count = 1;
-  for (int64_t d = 0; d < leading; ++d) plane_count *= self.size(d);
+  shape.insert(shape.end(), output_size.begin(), output_size.end());
+  const int64_t plane = prod(output_size, 0, spatial);
+  const int64_t plane_count = prod(self.sizes(), 0, leading);
   Tensor dense = newEmpty({plane_count, plane}, self.options());
   dense.zero_();
   if (self.numel() > 0 && plane > 0)

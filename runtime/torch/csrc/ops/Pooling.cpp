@@ -82,9 +82,6 @@ struct Window {
   }
 };
 
-/// The rows (n, c, y) of a 3-D (C, H, W) or 4-D (N, C, H, W) tensor.
-int64_t rowsOf(const Tensor& t) { return t.numel() == 0 ? 0 : t.numel() / t.size(-1); }
-
 // ---- max_pool2d ----------------------------------------------------------
 
 void maxPoolKernel(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,

@@ -6,6 +6,13 @@
 
 namespace torch_maia::ops {
 
+/// A pooling tensor's rows: every element but the last dimension
+/// ((n, c, y) of a 2-D pool's tensor, (n, c, d, y) of a 3-D one), the unit
+/// its kernels split over programs.
+inline int64_t rowsOf(const at::Tensor& t) {
+  return t.numel() == 0 ? 0 : t.numel() / t.size(-1);
+}
+
 /// grad_input (N, C, H, W or C, H, W) from grad_output through the flat
 /// per-plane indices of max and adaptive max pooling. The kernel
 /// accumulates in the compute type: float16/bfloat16 gradients go through a

@@ -49,9 +49,6 @@ void appendTriple(std::vector<maiaKernelArg>& args, const std::array<int64_t, 3>
   for (int64_t x : v) args.push_back(intArg(x));
 }
 
-/// Rows (n, c, d, h) of a 4-D (C, D, H, W) or 5-D tensor.
-int64_t rowsOf(const Tensor& t) { return t.numel() == 0 ? 0 : t.numel() / t.size(-1); }
-
 // ---- max_pool3d ------------------------------------------------------------
 
 struct MaxPool3dArgs {

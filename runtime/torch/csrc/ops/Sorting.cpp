@@ -1,8 +1,9 @@
 // sort (stable or not, ascending or descending; functional and out=),
 // topk, and kthvalue / median and nanmedian along a dim / mode (one value
 // and its index per slice, the CPU's selection) on maia, each one launch of
-// the NN kernel binary (runtime/kernels/nn/sorting.h). argsort, msort, sort without `stable`,
-// quantile/median's sorts and the autograd of both go through these.
+// the NN kernel binary (runtime/kernels/nn/sorting.h). argsort, msort,
+// sort without `stable`, quantile/median's sorts and the autograd of both
+// go through these.
 //
 // Checks and output shapes/strides come from ATen's own meta functions
 // (Structured.h), so maia raises the CPU's errors and returns the CPU's
