@@ -1,10 +1,11 @@
 // The elementwise math functions beyond basic arithmetic on maia: the
 // error-function family (erfc, erfinv), the modified Bessel functions i0,
-// i0e, i1, i1e, exp2, frac, sinc, entr, logit,
-// nan_to_num, round with decimals, the shrink and threshold activations, copysign, hypot,
-// heaviside, logaddexp2, xlog1py, nextafter, gcd and lcm, computed by the
-// eager kernel binary (functors in runtime/kernels/eager/math_ops.h) with
-// the CPU's dtype rules and errors.
+// i0e, i1, i1e, exp2, frac, sinc, entr, logit, nan_to_num, round with
+// decimals, the shrink and threshold activations, copysign, hypot,
+// heaviside, logaddexp2, xlog1py, nextafter, gcd, lcm and the incomplete
+// gamma functions, computed by the eager kernel binary (functors in
+// runtime/kernels/eager/math_ops.h, gamma_ops.h) with the CPU's dtype rules
+// and errors.
 #include <ATen/Dispatch.h>
 #include <ATen/native/Resize.h>
 #include <ATen/ops/result_type.h>
@@ -49,16 +50,6 @@ Tensor& heavisideOut(const Tensor& self, const Tensor& values, Tensor& out) {
   TORCH_CHECK(self.dtype() == values.dtype() && (!out.defined() || self.dtype() == out.dtype()),
               "heaviside is not yet implemented for tensors with different dtypes.");
   return binaryOut("heaviside", Result::Common, self, values, out);
-}
-
-/// special.modified_bessel_i0/i1: i0 and i1 again, which the CPU computes
-/// for float32 and float64 only (and integers, promoted).
-Tensor& modifiedBesselOut(const char* kernel, const char* cpu_name, const Tensor& self,
-                          Tensor& out) {
-  const c10::ScalarType dtype = self.scalar_type();
-  TORCH_CHECK_NOT_IMPLEMENTED(!at::isReducedFloatingType(dtype), "\"", cpu_name,
-                              "\" not implemented for '", c10::toString(dtype), "'");
-  return unaryOut(kernel, Result::FloatOnly, self, out);
 }
 
 Tensor& fracOut(const Tensor& self, Tensor& out) {
@@ -197,20 +188,6 @@ MAIA_NATIVE_KERNELS(m) {
   MAIA_SPECIAL_UNARY("special_i0e");
   MAIA_SPECIAL_UNARY("special_i1");
   MAIA_SPECIAL_UNARY("special_i1e");
-  m.impl("special_modified_bessel_i0", [](const Tensor& a) {
-    Tensor out;
-    return modifiedBesselOut("i0", "modified_bessel_i0_cpu", a, out);
-  });
-  m.impl("special_modified_bessel_i0.out", [](const Tensor& a, Tensor& out) -> Tensor& {
-    return modifiedBesselOut("i0", "modified_bessel_i0_cpu", a, out);
-  });
-  m.impl("special_modified_bessel_i1", [](const Tensor& a) {
-    Tensor out;
-    return modifiedBesselOut("special_i1", "modified_bessel_i1_cpu", a, out);
-  });
-  m.impl("special_modified_bessel_i1.out", [](const Tensor& a, Tensor& out) -> Tensor& {
-    return modifiedBesselOut("special_i1", "modified_bessel_i1_cpu", a, out);
-  });
   m.impl("frac", [](const Tensor& a) {
     Tensor out;
     return fracOut(a, out);
@@ -292,6 +269,8 @@ MAIA_NATIVE_KERNELS(m) {
   MAIA_CHECKED_BINARY("nextafter", floatingBinaryOut, "nextafter_cpu");
   MAIA_CHECKED_BINARY("gcd", integerBinaryOut, "gcd_cpu");
   MAIA_CHECKED_BINARY("lcm", integerBinaryOut, "lcm_cpu");
+  MAIA_CHECKED_BINARY("igamma", floatingBinaryOut, "igamma_cpu");
+  MAIA_CHECKED_BINARY("igammac", floatingBinaryOut, "igammac_cpu");
 }
 
 }  // namespace torch_maia::ops
