@@ -1,15 +1,18 @@
-"""F.interpolate's nearest, nearest-exact, linear and bilinear modes on maia
-(upsample_nearest1d/2d/3d, _upsample_nearest_exact1d/2d/3d,
-upsample_linear1d, upsample_bilinear2d and their backwards) against the CPU: up- and
+"""F.interpolate's nearest, nearest-exact, linear, bilinear, trilinear and
+bicubic modes on maia (upsample_nearest1d/2d/3d, _upsample_nearest_exact1d/2d/3d,
+upsample_linear1d, upsample_bilinear2d, upsample_trilinear3d,
+upsample_bicubic2d and their backwards) against the CPU: up- and
 downsampling, sizes and scale factors (recomputed or not), align_corners
 both ways, channels-last and sliced inputs, every float dtype and uint8;
 and that none of it reaches the host fallback (except uint8 bilinear, which
-is counted there on purpose).
+and bicubic, which are counted there on purpose).
 
 Nearest modes copy: equal to the CPU bit for bit. Linear modes compare
 within assert_close's tolerances (PyTorch's device-vs-CPU ones for
 float16/bfloat16); gradients of 16-bit dtypes with the CPU's float32
 gradients of the same values (maia accumulates them in float32)."""
+
+import itertools
 
 import pytest
 import torch
@@ -20,7 +23,8 @@ from opinfo_support import LOW_PRECISION_TOLERANCES
 FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 UPSAMPLE_OPS = ("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
                 "_upsample_nearest_exact1d", "_upsample_nearest_exact2d",
-                "_upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d")
+                "_upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
+                "upsample_trilinear3d", "upsample_bicubic2d")
 
 
 @pytest.fixture(autouse=True)
@@ -84,7 +88,11 @@ LINEAR_CASES = [
     ((1, 2, 6, 9), dict(scale_factor=(0.6, 2.3), recompute_scale_factor=True)),
     ((2, 2, 7), dict(size=11)),
     ((2, 2, 7), dict(scale_factor=0.5)),
+    ((2, 3, 4, 5, 6), dict(size=(7, 9, 11))),  # trilinear
+    ((1, 2, 5, 6, 7), dict(scale_factor=(0.6, 1.5, 2.2))),
+    ((1, 2, 3, 4, 5), dict(size=(3, 4, 5))),
 ]
+LINEAR_MODES = {3: ["linear"], 4: ["bilinear", "bicubic"], 5: ["trilinear"]}
 
 
 @pytest.mark.parametrize("align_corners", [False, True])
@@ -92,9 +100,9 @@ LINEAR_CASES = [
 @pytest.mark.parametrize("case", LINEAR_CASES, ids=str)
 def test_linear_modes(align_corners, dtype, case):
     shape, kwargs = case
-    mode = "bilinear" if len(shape) == 4 else "linear"
     x = torch.randn(shape).mul(4).to(dtype)
-    for kind in ("contiguous", "channels_last", "sliced") if len(shape) == 4 else ("contiguous",):
+    kinds = ("contiguous", "channels_last", "sliced") if len(shape) >= 4 else ("contiguous",)
+    for mode, kind in itertools.product(LINEAR_MODES[len(shape)], kinds):
         xi = layout(x, kind)
         expected = F.interpolate(xi, mode=mode, align_corners=align_corners, **kwargs)
         actual = F.interpolate(xi.to("maia"), mode=mode, align_corners=align_corners, **kwargs)
@@ -119,22 +127,27 @@ def check_backward(fn, x):
 def test_backward(dtype, case):
     shape, kwargs = case
     x = torch.randn(shape).to(dtype)
-    modes = ["nearest", "nearest-exact"] + {3: ["linear"], 4: ["bilinear"], 5: []}[len(shape)]
+    modes = ["nearest", "nearest-exact"] + LINEAR_MODES[len(shape)]
     for mode in modes:
         for align in ((None,) if "nearest" in mode else (False, True)):
             extra = {} if align is None else dict(align_corners=align)
             check_backward(lambda t: F.interpolate(t, mode=mode, **kwargs, **extra), x)
-    if len(shape) == 4:
-        check_backward(lambda t: F.interpolate(t, mode="bilinear", **kwargs),
-                       layout(x, "channels_last"))
+    if len(shape) >= 4:
+        for mode in LINEAR_MODES[len(shape)]:
+            check_backward(lambda t: F.interpolate(t, mode=mode, **kwargs),
+                           layout(x, "channels_last"))
 
 
 def test_gradcheck_in_float64():
     x = torch.randn(1, 2, 3, 4, dtype=torch.float64, device="maia", requires_grad=True)
     for mode, extra in [("nearest", {}), ("bilinear", dict(align_corners=False)),
-                        ("bilinear", dict(align_corners=True))]:
+                        ("bilinear", dict(align_corners=True)),
+                        ("bicubic", dict(align_corners=False))]:
         assert torch.autograd.gradcheck(
             lambda t: F.interpolate(t, size=(5, 7), mode=mode, **extra), (x,))
+    x = torch.randn(1, 1, 2, 3, 2, dtype=torch.float64, device="maia", requires_grad=True)
+    assert torch.autograd.gradcheck(
+        lambda t: F.interpolate(t, size=(3, 4, 3), mode="trilinear"), (x,))
 
 
 def test_large_input_splits_over_programs():
@@ -157,18 +170,26 @@ def test_out_variants():
     assert torch.equal(out.cpu(), torch.ops.aten.upsample_nearest2d(x, [5, 6]))
 
 
-def test_uint8_bilinear_is_the_cpus_through_the_counted_fallback():
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+def test_uint8_images_are_the_cpus_through_the_counted_fallback(mode):
     x = torch.randint(0, 256, (1, 3, 5, 7), dtype=torch.uint8)
-    expected = F.interpolate(x, size=(9, 4), mode="bilinear")
-    actual = F.interpolate(x.to("maia"), size=(9, 4), mode="bilinear")
+    expected = F.interpolate(x, size=(9, 4), mode=mode)
+    actual = F.interpolate(x.to("maia"), size=(9, 4), mode=mode)
     assert torch.equal(actual.cpu(), expected)
-    assert torch.maia.fallback_counts() == {"aten::upsample_bilinear2d": 1}
+    assert torch.maia.fallback_counts() == {f"aten::upsample_{mode}2d": 1}
     torch.maia.reset_fallback_counts()  # the one expected
 
 
 def test_errors_are_the_cpus():
     with pytest.raises(RuntimeError, match="not implemented for 'Long'"):
         F.interpolate(torch.ones(1, 1, 2, 2, dtype=torch.int64, device="maia"), size=3)
+    for mode, shape in [("bilinear", (1, 1, 2, 2)), ("bicubic", (1, 1, 2, 2)),
+                        ("trilinear", (1, 1, 2, 2, 2))]:
+        x = torch.ones(shape, dtype=torch.int64)
+        with pytest.raises(NotImplementedError) as cpu_error:
+            F.interpolate(x, size=3, mode=mode)
+        with pytest.raises(NotImplementedError, match=str(cpu_error.value).splitlines()[0]):
+            F.interpolate(x.to("maia"), size=3, mode=mode)
     with pytest.raises(RuntimeError, match="Input and output sizes should be greater than 0"):
         torch.ops.aten.upsample_nearest2d(torch.ones(1, 1, 2, 2, device="maia"), [0, 3])
 

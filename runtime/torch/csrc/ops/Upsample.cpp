@@ -1,16 +1,19 @@
-// Upsampling on maia (F.interpolate's nearest, nearest-exact, linear and
-// bilinear modes, nn.Upsample): upsample_nearest1d/2d/3d,
-// _upsample_nearest_exact1d/2d/3d, upsample_linear1d, upsample_bilinear2d,
-// their out= forms and backwards, each one launch of the NN kernel binary
-// (runtime/kernels/nn/upsample.h). Nearest modes run one 3-D kernel, linear
+// Upsampling on maia (F.interpolate's nearest, nearest-exact, linear,
+// bilinear, trilinear and bicubic modes, nn.Upsample):
+// upsample_nearest1d/2d/3d, _upsample_nearest_exact1d/2d/3d,
+// upsample_linear1d, upsample_bilinear2d, upsample_trilinear3d,
+// upsample_bicubic2d, their out= forms and backwards, each one launch of
+// the NN kernel binary (runtime/kernels/nn/upsample.h,
+// upsample_trilinear_bicubic.h). Nearest modes run one 3-D kernel, linear
 // modes one 2-D kernel; lower-dimensional operators add size-1 dimensions,
 // which both modes copy through unchanged.
 //
 // ATen's structured meta functions check the arguments and shape (and lay
 // out) the results (Structured.h); the scales the kernels use are computed
 // here exactly as the CPU's compute_scales_value/area_pixel_compute_scale
-// do, in the type the CPU computes them in. uint8 bilinear images (a CPU
-// kernel with integer weights) run on the counted host fallback.
+// do, in the type the CPU computes them in. uint8 bilinear and bicubic
+// images (CPU kernels with integer weights) run on the counted host
+// fallback.
 #include <ATen/OpMathType.h>
 #include <ATen/Parallel.h>
 #include <ATen/Version.h>
@@ -21,6 +24,9 @@
 #include <ATen/ops/_upsample_nearest_exact3d_backward_meta.h>
 #include <ATen/ops/_upsample_nearest_exact3d_meta.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/upsample_bicubic2d.h>
+#include <ATen/ops/upsample_bicubic2d_backward_meta.h>
+#include <ATen/ops/upsample_bicubic2d_meta.h>
 #include <ATen/ops/upsample_bilinear2d.h>
 #include <ATen/ops/upsample_bilinear2d_backward_meta.h>
 #include <ATen/ops/upsample_bilinear2d_meta.h>
@@ -32,10 +38,13 @@
 #include <ATen/ops/upsample_nearest2d_meta.h>
 #include <ATen/ops/upsample_nearest3d_backward_meta.h>
 #include <ATen/ops/upsample_nearest3d_meta.h>
+#include <ATen/ops/upsample_trilinear3d_backward_meta.h>
+#include <ATen/ops/upsample_trilinear3d_meta.h>
 #include <c10/core/SymIntArrayRef.h>
 #include <torch/library.h>
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "WorkSplit.h"
@@ -55,7 +64,10 @@ using c10::ScalarType;
 using c10::SymIntArrayRef;
 using Scale = std::optional<double>;
 
-enum class Mode { Nearest, NearestExact, Linear };
+enum class Mode { Nearest, NearestExact, Linear, Trilinear, Bicubic };
+
+/// The modes that interpolate (take align_corners), as opposed to copying.
+bool interpolates(Mode mode) { return mode != Mode::Nearest && mode != Mode::NearestExact; }
 
 maiaKernelArg doubleArg(double v) {
   maiaKernelArg arg{};
@@ -84,7 +96,7 @@ S linearScale(int64_t in, int64_t out, bool align_corners, Scale scale) {
 /// compute type (float, or double for float64).
 double kernelScale(Mode mode, ScalarType dtype, int64_t in, int64_t out, bool align,
                    Scale scale) {
-  if (mode != Mode::Linear) return scalesValue<float>(scale, in, out);
+  if (!interpolates(mode)) return scalesValue<float>(scale, in, out);
   if (dtype == ScalarType::Double) return linearScale<double>(in, out, align, scale);
   return linearScale<float>(in, out, align, scale);
 }
@@ -114,12 +126,23 @@ std::vector<maiaKernelArg> trailingArgs(Mode mode, bool align, ScalarType dtype,
     args.push_back(doubleArg(
         kernelScale(mode, dtype, in.size(d), out.size(d), align, all[d - in.dim() + 3])));
   }
-  args.push_back(intArg(mode == Mode::Linear ? align : mode == Mode::NearestExact));
+  args.push_back(intArg(interpolates(mode) ? align : mode == Mode::NearestExact));
   return args;
 }
 
-/// The kernels' rank: nearest modes take (N, C, D, H, W), linear (N, C, H, W).
-int64_t kernelRank(Mode mode) { return mode == Mode::Linear ? 4 : 5; }
+/// The kernels' rank: nearest modes and trilinear take (N, C, D, H, W),
+/// linear and bicubic (N, C, H, W).
+int64_t kernelRank(Mode mode) { return mode == Mode::Linear || mode == Mode::Bicubic ? 4 : 5; }
+
+/// The forward kernel of a mode (the backward's adds "_bwd").
+std::string kernelName(Mode mode) {
+  switch (mode) {
+    case Mode::Linear: return "upsample_bilinear2d";
+    case Mode::Trilinear: return "upsample_trilinear3d";
+    case Mode::Bicubic: return "upsample_bicubic2d";
+    default: return "upsample_nearest";
+  }
+}
 
 /// Which of the CPU's kernels computes a linear upsampling of self into
 /// out (upsample_bilinear2d_kernel_impl_float's choice): 0 for its generic
@@ -140,7 +163,7 @@ void forward(const char* op, Mode mode, bool align, const Tensor& self, const Te
              const Scales& scales) {
   const ScalarType dtype = self.scalar_type();
   checkDtype(op, dtype,
-             at::isFloatingType(dtype) || (mode != Mode::Linear && dtype == ScalarType::Byte));
+             at::isFloatingType(dtype) || (!interpolates(mode) && dtype == ScalarType::Byte));
   if (out.numel() == 0) return;
   const Tensor in_view = withSpatialDims(self, kernelRank(mode));
   const Tensor out_view = withSpatialDims(out, kernelRank(mode));
@@ -149,8 +172,9 @@ void forward(const char* op, Mode mode, bool align, const Tensor& self, const Te
   for (const maiaKernelArg& arg : trailingArgs(mode, align, dtype, in_view, out_view, scales))
     args.push_back(arg);
   if (mode == Mode::Linear) args.push_back(intArg(cpuVectorWidth(self, out)));
-  launchNn(mode == Mode::Linear ? "upsample_bilinear2d" : "upsample_nearest", dtype, args,
-           programsFor(rows, out.numel() * (mode == Mode::Linear ? 4 : 1)), self.device());
+  const int64_t taps = mode == Mode::Bicubic ? 16 : mode == Mode::Trilinear ? 8 : 4;
+  launchNn(kernelName(mode).c_str(), dtype, args,
+           programsFor(rows, out.numel() * (interpolates(mode) ? taps : 1)), self.device());
 }
 
 /// grad_input from grad_output. The kernels accumulate in the compute type:
@@ -168,8 +192,7 @@ void backward(const char* op, Mode mode, bool align, const Tensor& grad_output,
   for (const maiaKernelArg& arg : trailingArgs(mode, align, dtype, in_view, out_view, scales))
     args.push_back(arg);
   if (mode == Mode::Linear) args.push_back(intArg(grad_input.dim() == 3 ? 1 : 0));
-  launchNn(mode == Mode::Linear ? "upsample_bilinear2d_bwd" : "upsample_nearest_bwd", dtype,
-           args,
+  launchNn((kernelName(mode) + "_bwd").c_str(), dtype, args,
            programsFor(grad_input.size(0) * grad_input.size(1),
                        grad_input.numel() + grad_output.numel()),
            grad_input.device());
@@ -201,34 +224,42 @@ Tensor nearestBackward(const char* name, Mode mode, const Tensor& grad_output,
   return op.outputs[0];
 }
 
+/// An interpolating forward (mode Linear, Trilinear or Bicubic): Meta's
+/// meta function, then the kernel. `name` is the CPU kernel its dtype
+/// errors name.
 template <class Meta, class... MetaScales>
-Tensor linear(const char* name, const Tensor& self, SymIntArrayRef size, bool align,
-              const Scales& scales, Tensor* out, MetaScales... meta_scales) {
+Tensor interpolate(const char* name, Mode mode, const Tensor& self, SymIntArrayRef size,
+                   bool align, const Scales& scales, Tensor* out, MetaScales... meta_scales) {
   Structured<Meta, 1> op(std::array<Tensor*, 1>{out});
   op.meta(self, ints(size), align, meta_scales...);
   if (self.scalar_type() == ScalarType::Byte && self.dim() == 4) {
-    // The CPU's uint8 kernel rounds integer weights: computed there.
-    noteHostFallback("aten::upsample_bilinear2d");
-    op.outputs[0].copy_(
-        at::upsample_bilinear2d(self.cpu(), ints(size), align, scales.h, scales.w));
+    // The CPU's uint8 kernels round integer weights: computed there.
+    const bool cubic = mode == Mode::Bicubic;
+    noteHostFallback(cubic ? "aten::upsample_bicubic2d" : "aten::upsample_bilinear2d");
+    const Tensor cpu = self.cpu();
+    op.outputs[0].copy_(cubic
+                            ? at::upsample_bicubic2d(cpu, ints(size), align, scales.h, scales.w)
+                            : at::upsample_bilinear2d(cpu, ints(size), align, scales.h, scales.w));
     return op.outputs[0];
   }
-  forward(name, Mode::Linear, align, self, op.outputs[0], scales);
+  forward(name, mode, align, self, op.outputs[0], scales);
   return op.outputs[0];
 }
 
 template <class Meta, class... MetaScales>
-Tensor linearBackward(const char* name, const Tensor& grad_output, SymIntArrayRef output_size,
-                      SymIntArrayRef input_size, bool align, const Scales& scales,
-                      Tensor* grad_input, MetaScales... meta_scales) {
+Tensor interpolateBackward(const char* name, Mode mode, const Tensor& grad_output,
+                           SymIntArrayRef output_size, SymIntArrayRef input_size, bool align,
+                           const Scales& scales, Tensor* grad_input,
+                           MetaScales... meta_scales) {
   Structured<Meta, 1> op(std::array<Tensor*, 1>{grad_input});
   op.meta(grad_output, ints(output_size), ints(input_size), align, meta_scales...);
-  backward(name, Mode::Linear, align, grad_output, op.outputs[0], scales);
+  backward(name, mode, align, grad_output, op.outputs[0], scales);
   return op.outputs[0];
 }
 
 namespace meta = at::meta;
-constexpr Mode kNearest = Mode::Nearest, kExact = Mode::NearestExact;
+constexpr Mode kNearest = Mode::Nearest, kExact = Mode::NearestExact, kLinear = Mode::Linear,
+               kTrilinear = Mode::Trilinear, kBicubic = Mode::Bicubic;
 
 /// Registers a nearest-mode operator family of `dims` spatial dimensions:
 /// functional, out=, backward and backward's grad_input, each with the
@@ -251,6 +282,30 @@ constexpr Mode kNearest = Mode::Nearest, kExact = Mode::NearestExact;
             Tensor& gi) -> Tensor& {                                                         \
            nearestBackward<meta::BackwardMeta>(#op "_backward", mode, g, os, is, SCALES,     \
                                                &gi ARGS);                                    \
+           return gi;                                                                        \
+         })
+
+/// The same for an interpolating mode (align_corners after the size);
+/// CPU_NAME is the CPU kernel its dtype errors name.
+#define MAIA_INTERPOLATE_FAMILY(op, mode, CPU_NAME, Meta, BackwardMeta, PARAMS, ARGS, SCALES) \
+  m.impl(#op, [](const Tensor& x, SymIntArrayRef s, bool align PARAMS) {                     \
+    return interpolate<meta::Meta>(CPU_NAME, mode, x, s, align, SCALES, nullptr ARGS);       \
+  });                                                                                        \
+  m.impl(#op ".out",                                                                         \
+         [](const Tensor& x, SymIntArrayRef s, bool align PARAMS, Tensor& out) -> Tensor& {  \
+           interpolate<meta::Meta>(CPU_NAME, mode, x, s, align, SCALES, &out ARGS);          \
+           return out;                                                                       \
+         });                                                                                 \
+  m.impl(#op "_backward", [](const Tensor& g, SymIntArrayRef os, SymIntArrayRef is,          \
+                             bool align PARAMS) {                                            \
+    return interpolateBackward<meta::BackwardMeta>(#op "_backward", mode, g, os, is, align,  \
+                                                   SCALES, nullptr ARGS);                    \
+  });                                                                                        \
+  m.impl(#op "_backward.grad_input",                                                         \
+         [](const Tensor& g, SymIntArrayRef os, SymIntArrayRef is, bool align PARAMS,        \
+            Tensor& gi) -> Tensor& {                                                         \
+           interpolateBackward<meta::BackwardMeta>(#op "_backward", mode, g, os, is, align,  \
+                                                   SCALES, &gi ARGS);                        \
            return gi;                                                                        \
          })
 
@@ -283,52 +338,20 @@ MAIA_NATIVE_KERNELS(m) {
   MAIA_NEAREST_FAMILY(_upsample_nearest_exact3d, kExact, structured__upsample_nearest_exact3d,
                       structured__upsample_nearest_exact3d_backward, MAIA_SCALE_PARAMS_3D,
                       MAIA_SCALE_ARGS_3D, MAIA_SCALES_3D);
-  // bilinear 2-D and linear 1-D
-  m.impl("upsample_bilinear2d", [](const Tensor& x, SymIntArrayRef s, bool align, Scale h,
-                                   Scale w) {
-    return linear<meta::structured_upsample_bilinear2d>("upsample_bilinear2d", x, s, align,
-                                                        Scales{{}, h, w}, nullptr, h, w);
-  });
-  m.impl("upsample_bilinear2d.out", [](const Tensor& x, SymIntArrayRef s, bool align, Scale h,
-                                       Scale w, Tensor& out) -> Tensor& {
-    linear<meta::structured_upsample_bilinear2d>("upsample_bilinear2d", x, s, align,
-                                                 Scales{{}, h, w}, &out, h, w);
-    return out;
-  });
-  m.impl("upsample_bilinear2d_backward", [](const Tensor& g, SymIntArrayRef os,
-                                            SymIntArrayRef is, bool align, Scale h, Scale w) {
-    return linearBackward<meta::structured_upsample_bilinear2d_backward>(
-        "upsample_bilinear2d_backward", g, os, is, align, Scales{{}, h, w}, nullptr, h, w);
-  });
-  m.impl("upsample_bilinear2d_backward.grad_input",
-         [](const Tensor& g, SymIntArrayRef os, SymIntArrayRef is, bool align, Scale h,
-            Scale w, Tensor& gi) -> Tensor& {
-           linearBackward<meta::structured_upsample_bilinear2d_backward>(
-               "upsample_bilinear2d_backward", g, os, is, align, Scales{{}, h, w}, &gi, h, w);
-           return gi;
-         });
-  m.impl("upsample_linear1d", [](const Tensor& x, SymIntArrayRef s, bool align, Scale w) {
-    return linear<meta::structured_upsample_linear1d>("upsample_linear1d", x, s, align,
-                                                      Scales{{}, {}, w}, nullptr, w);
-  });
-  m.impl("upsample_linear1d.out",
-         [](const Tensor& x, SymIntArrayRef s, bool align, Scale w, Tensor& out) -> Tensor& {
-           linear<meta::structured_upsample_linear1d>("upsample_linear1d", x, s, align,
-                                                      Scales{{}, {}, w}, &out, w);
-           return out;
-         });
-  m.impl("upsample_linear1d_backward", [](const Tensor& g, SymIntArrayRef os,
-                                          SymIntArrayRef is, bool align, Scale w) {
-    return linearBackward<meta::structured_upsample_linear1d_backward>(
-        "upsample_linear1d_backward", g, os, is, align, Scales{{}, {}, w}, nullptr, w);
-  });
-  m.impl("upsample_linear1d_backward.grad_input",
-         [](const Tensor& g, SymIntArrayRef os, SymIntArrayRef is, bool align, Scale w,
-            Tensor& gi) -> Tensor& {
-           linearBackward<meta::structured_upsample_linear1d_backward>(
-               "upsample_linear1d_backward", g, os, is, align, Scales{{}, {}, w}, &gi, w);
-           return gi;
-         });
+  MAIA_INTERPOLATE_FAMILY(upsample_linear1d, kLinear, "upsample_linear1d",
+                          structured_upsample_linear1d, structured_upsample_linear1d_backward,
+                          MAIA_SCALE_PARAMS_1D, MAIA_SCALE_ARGS_1D, MAIA_SCALES_1D);
+  MAIA_INTERPOLATE_FAMILY(upsample_bilinear2d, kLinear, "upsample_bilinear2d_channels_last",
+                          structured_upsample_bilinear2d,
+                          structured_upsample_bilinear2d_backward, MAIA_SCALE_PARAMS_2D,
+                          MAIA_SCALE_ARGS_2D, MAIA_SCALES_2D);
+  MAIA_INTERPOLATE_FAMILY(upsample_trilinear3d, kTrilinear, "compute_indices_weights_linear",
+                          structured_upsample_trilinear3d,
+                          structured_upsample_trilinear3d_backward, MAIA_SCALE_PARAMS_3D,
+                          MAIA_SCALE_ARGS_3D, MAIA_SCALES_3D);
+  MAIA_INTERPOLATE_FAMILY(upsample_bicubic2d, kBicubic, "compute_indices_weights_cubic",
+                          structured_upsample_bicubic2d, structured_upsample_bicubic2d_backward,
+                          MAIA_SCALE_PARAMS_2D, MAIA_SCALE_ARGS_2D, MAIA_SCALES_2D);
 }
 
 }  // namespace
