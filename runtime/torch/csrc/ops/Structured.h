@@ -1,5 +1,5 @@
 // Running ATen's structured meta functions for maia operators (Pooling.cpp,
-// Sorting.cpp, Upsample.cpp, Glu.cpp): the checks, output shapes, dtypes and
+// Sorting.cpp, Upsample.cpp, Glu.cpp, Linalg.cpp): the checks, output shapes, dtypes and
 // layouts come from ATen itself, so maia raises the CPU's errors and returns
 // the strides compiled graphs expect.
 #pragma once
@@ -63,6 +63,13 @@ struct Structured final : Meta {
           out->unsafeGetTensorImpl()->empty_tensor_restride(*options.memory_format_opt());
       }
     }
+  }
+  // Metas that ask for given strides (linalg's column-major batches): an
+  // out= tensor of other strides is used as it is, no proxy; maia's
+  // implementations take any strides.
+  void set_output_strided(int64_t i, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                          at::TensorOptions options) override {
+    set_output_raw_strided(i, sizes, strides, options);
   }
   const at::Tensor& maybe_get_output(int64_t i) override { return outputs[i]; }
 

@@ -1,0 +1,148 @@
+"""Dense linear algebra on the device (runtime/kernels/nn/linalg.h,
+ops/Linalg.cpp) against the CPU's LAPACK: LU factor/solve/unpack, solve,
+inverse, det, slogdet, Cholesky and its solve/inverse, triangular solves,
+and the composites built on them; batches, broadcasting, rectangular LU,
+left/right and adjoint solves; the LU and pivots outputs themselves; the
+CPU's errors for singular and non-positive-definite inputs and for
+float16; out= tensors of any strides; complex inputs on the counted host
+fallback."""
+
+import re
+
+import pytest
+import torch
+
+L = torch.linalg
+FLOATS = [torch.float32, torch.float64]
+
+
+def on_maia(value):
+    return value.to("maia") if isinstance(value, torch.Tensor) else value
+
+
+def assert_native_matches(fn, *args):
+    expected = fn(*args)
+    torch.maia.reset_fallback_counts()
+    actual = fn(*[on_maia(a) for a in args])
+    assert torch.maia.fallback_counts() == {}
+    expected = expected if isinstance(expected, (tuple, list)) else (expected,)
+    actual = actual if isinstance(actual, (tuple, list)) else (actual,)
+    assert len(actual) == len(expected)
+    for mine, cpu in zip(actual, expected):
+        assert mine.dtype == cpu.dtype and mine.shape == cpu.shape
+        torch.testing.assert_close(mine.cpu(), cpu)
+
+
+def matrices(dtype, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(3, 4, 4, generator=g, dtype=dtype)
+    b = torch.randn(3, 4, 2, generator=g, dtype=dtype)
+    spd = a @ a.mT + 0.5 * torch.eye(4, dtype=dtype)
+    return a, b, spd
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_lu_factor_unpack_and_solve(dtype):
+    a, b, _ = matrices(dtype)
+    g = torch.Generator().manual_seed(1)
+    for shape in [(4, 4), (3, 4, 4), (2, 5, 3), (2, 3, 5)]:
+        x = torch.randn(shape, generator=g, dtype=dtype)
+        assert_native_matches(L.lu_factor_ex, x)  # LU, pivots, info as the CPU's
+        assert_native_matches(lambda t: torch.lu_unpack(*L.lu_factor(t)), x)
+        assert_native_matches(L.lu, x)
+    lu, pivots = L.lu_factor(a)
+    for left in (True, False):
+        for adjoint in (False, True):
+            rhs = b if left else b.mT
+            assert_native_matches(
+                lambda f, p, r: L.lu_solve(f, p, r, left=left, adjoint=adjoint), lu, pivots, rhs)
+    assert_native_matches(torch.lu_solve, b, lu, pivots)
+    # One factorization broadcast over a batch of right-hand sides.
+    assert_native_matches(L.lu_solve, lu[0], pivots[0], torch.randn(5, 3, 4, 2, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_solve_inverse_and_determinants(dtype):
+    a, b, spd = matrices(dtype)
+    assert_native_matches(L.solve, a, b)
+    assert_native_matches(L.solve, a, b[..., 0])  # vector right-hand side
+    assert_native_matches(lambda x, y: L.solve(x, y, left=False), a, b.mT)
+    assert_native_matches(L.solve_ex, a, b)  # LU and pivots of A^T, as the CPU
+    assert_native_matches(L.solve, a[0], torch.randn(5, 3, 4, 2, dtype=dtype))
+    assert_native_matches(L.inv_ex, a)
+    assert_native_matches(L.det, a)
+    assert_native_matches(torch.ops.aten._linalg_det, a)
+    assert_native_matches(L.slogdet, a)
+    assert_native_matches(torch.logdet, spd)
+    assert_native_matches(L.det, torch.ones(4, 4, dtype=dtype))  # singular: 0
+    assert_native_matches(lambda x: L.matrix_power(x, -3), a)
+    assert_native_matches(lambda x: L.tensorinv(x.reshape(4, 2, 2), ind=1), a[0])
+    assert_native_matches(lambda x, y: L.tensorsolve(x.reshape(2, 2, 4), y), a[0],
+                          torch.randn(2, 2, dtype=dtype))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.filterwarnings("ignore:torch.cholesky is deprecated")
+def test_cholesky_family(dtype, upper):
+    _, b, spd = matrices(dtype)
+    assert_native_matches(lambda x: L.cholesky_ex(x, upper=upper), spd)
+    assert_native_matches(lambda x: torch.cholesky(x, upper=upper), spd)
+    factor = L.cholesky(spd, upper=upper)
+    assert_native_matches(lambda y, f: torch.cholesky_solve(y, f, upper=upper), b, factor)
+    assert_native_matches(lambda f: torch.cholesky_inverse(f, upper=upper), factor[0])
+    not_positive = spd.clone()
+    not_positive[1, 2, 2] = -50.0  # info = 3 for that batch entry
+    assert_native_matches(lambda x: L.cholesky_ex(x, upper=upper), not_positive)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("upper", [False, True])
+def test_triangular_solves(dtype, upper):
+    a, b, _ = matrices(dtype)
+    t = (a.triu() if upper else a.tril()) + 4 * torch.eye(4, dtype=dtype)
+    for left in (True, False):
+        for unit in (False, True):
+            assert_native_matches(
+                lambda x, y: L.solve_triangular(x, y, upper=upper, left=left,
+                                                unitriangular=unit), t, b if left else b.mT)
+    for transpose in (False, True):
+        assert_native_matches(lambda y, x: torch.triangular_solve(y, x, upper=upper,
+                                                                  transpose=transpose), b, t)
+    # Broadcast A over B's batch; float32 A with float64 B solves in A's
+    # dtype, as the CPU does.
+    assert_native_matches(lambda x, y: L.solve_triangular(x, y, upper=upper), t[0],
+                          torch.randn(2, 3, 4, 5, dtype=dtype))
+    assert_native_matches(lambda x, y: L.solve_triangular(x, y, upper=upper), t.float(),
+                          b.double())
+
+
+def test_errors_are_the_cpus():
+    singular = torch.zeros(3, 3)
+    for fn in [L.inv, L.cholesky, lambda x: L.solve(x, torch.ones(3, device=x.device)),
+               lambda x: L.inv(x.half()), lambda x: torch.cholesky_inverse(x.half()),
+               lambda x: L.lu_factor(x.half()), lambda x: L.lu_factor(x, pivot=False)]:
+        with pytest.raises(Exception) as cpu:
+            fn(singular)
+        with pytest.raises(type(cpu.value), match=re.escape(str(cpu.value).splitlines()[0])):
+            fn(singular.to("maia"))
+
+
+def test_out_tensors_of_any_strides():
+    a, b, _ = matrices(torch.float64)
+    x = torch.empty(3, 2, 4, dtype=torch.float64, device="maia").mT  # not column-major
+    L.solve(a.to("maia"), b.to("maia"), out=x)
+    torch.testing.assert_close(x.cpu(), L.solve(a, b))
+    lu = torch.empty(3, 4, 4, dtype=torch.float64, device="maia")  # row-major
+    pivots = torch.empty(0, dtype=torch.int32, device="maia")
+    L.lu_factor(a.to("maia"), out=(lu, pivots))
+    expected = L.lu_factor(a)
+    torch.testing.assert_close(lu.cpu(), expected[0])
+    assert torch.equal(pivots.cpu(), expected[1])
+
+
+def test_complex_takes_the_counted_host_fallback():
+    a = torch.randn(3, 3, dtype=torch.complex64)
+    torch.maia.reset_fallback_counts()
+    torch.testing.assert_close(L.inv(a.to("maia")).cpu(), L.inv(a))
+    assert torch.maia.fallback_counts()
