@@ -146,3 +146,41 @@ def test_complex_takes_the_counted_host_fallback():
     torch.maia.reset_fallback_counts()
     torch.testing.assert_close(L.inv(a.to("maia")).cpu(), L.inv(a))
     assert torch.maia.fallback_counts()
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_householder_qr_family(dtype):
+    # LAPACK's reflector conventions (larfg), so R's signs and the
+    # reflectors themselves are the CPU's.
+    g = torch.Generator().manual_seed(2)
+    for shape in [(4, 4), (5, 3), (3, 5), (2, 6, 4), (2, 4, 6), (1, 1), (3, 0)]:
+        a = torch.randn(shape, generator=g, dtype=dtype)
+        assert_native_matches(torch.geqrf, a)
+        for mode in ("reduced", "complete", "r"):
+            assert_native_matches(lambda x: L.qr(x, mode=mode), a)
+    a = torch.randn(2, 5, 3, generator=g, dtype=dtype)
+    for k in range(4):
+        assert_native_matches(L.householder_product, a,
+                              torch.randn(2, k, generator=g, dtype=dtype))
+    tau = torch.randn(2, 3, generator=g, dtype=dtype)
+    for left in (True, False):
+        for transpose in (False, True):
+            other = torch.randn((2, 5, 4) if left else (2, 4, 5), generator=g, dtype=dtype)
+            assert_native_matches(lambda x, t, c: torch.ormqr(x, t, c, left=left,
+                                                               transpose=transpose),
+                                  a, tau, other)
+
+
+def test_householder_errors_are_the_cpus():
+    a = torch.randn(4, 3)
+    cases = [lambda x: torch.geqrf(x[0]), lambda x: torch.geqrf(x.half()),
+             lambda x: L.householder_product(x.mT, x[0, :2]),
+             lambda x: L.householder_product(x, x[:, 0]),
+             lambda x: L.householder_product(x, x[0, :2].double()),
+             lambda x: torch.ormqr(x, x[0], x[:3, :2].repeat(2, 1)[:5]),
+             lambda x: L.qr(x, mode="x")]
+    for fn in cases:
+        with pytest.raises(Exception) as cpu:
+            fn(a)
+        with pytest.raises(type(cpu.value), match=re.escape(str(cpu.value).splitlines()[0])):
+            fn(a.to("maia"))

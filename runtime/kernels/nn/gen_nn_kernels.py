@@ -152,6 +152,13 @@ KERNELS = [
      "triangularSolveKernel<{t}>"),
     # A (in place: L), info
     ("cholesky", SINGLE_DOUBLE, [m("T", 3), m("i32", 1)], "cholesky<{t}>"),
+    # A (in place: R and reflectors), tau
+    ("geqrf", SINGLE_DOUBLE, [m("T", 3), m("T", 2)], "geqrf<{t}>"),
+    # A (reflectors in place: Q), tau
+    ("orgqr", SINGLE_DOUBLE, [m("T", 3), m("T", 2)], "orgqr<{t}>"),
+    # reflectors, tau, C (in place), left, transpose
+    ("ormqr", SINGLE_DOUBLE, [m("T", 3), m("T", 2), m("T", 3), s("i64"), s("i64")],
+     "ormqr<{t}>"),
     # perm (int64, in place), pivots
     ("lu_permutation", I64, [m("i64", 2), m("i32", 2)], "luPermutation"),
     # sorting.h: values, indices, in (rank 8), scratch (u8), dim, then

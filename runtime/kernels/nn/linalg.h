@@ -3,16 +3,20 @@
 // agree to rounding): LU with partial pivoting (getf2: the first row of
 // largest magnitude, rows swapped whole, the column scaled by the pivot's
 // reciprocal, info = the first zero pivot, 1-based), solves with the LU
-// factors (getrs, plain or transposed), triangular solves (trsm, left side)
-// and the Cholesky factorization (potf2, lower; upper is the lower factor
+// factors (getrs, plain or transposed), triangular solves (trsm, left side),
+// the Cholesky factorization (potf2, lower; upper is the lower factor
 // of the transposed view; info = the order of the first leading minor that
-// is not positive definite).
+// is not positive definite), and Householder QR: geqr2 (larfg's reflectors:
+// beta = -sign(alpha) |x|, tau = (beta - alpha) / beta, v = x / (alpha -
+// beta) below a unit head), org2r (Q from the reflectors) and orm2r
+// (C times Q or Q^T, from either side).
 //
 // Matrices are rank-3 memrefs (batch, rows, columns) of any strides
 // (ATen's LAPACK results are batches of column-major matrices); pivots and
 // info are int32. Programs own whole batch entries.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -138,6 +142,98 @@ void luSolve(void* const* args, const maia_grid_t* grid) {
       triangularSolve(lu, x, b, /*lower=*/true, true, /*unit=*/false);   // U^T
       triangularSolve(lu, x, b, /*lower=*/false, true, /*unit=*/true);   // L^T
       swapRows(x, pivots, b, /*reverse=*/true);
+    }
+  }
+}
+
+/// H = I - tau v v^T (v(0) = 1, v(r) = a(b, i + r, column) below) applied to
+/// the rows i.. of C (left, C(b, i + r, c)) or its columns i.. (right).
+template <typename T>
+void applyReflector(const MemRef<T, 3>& reflectors, int64_t b, int64_t i, int64_t column,
+                    T tau, const MemRef<T, 3>& c, int64_t first_other, bool left) {
+  if (tau == T(0)) return;
+  const int64_t length = left ? c.sizes[1] - i : c.sizes[2] - i;
+  const int64_t others = left ? c.sizes[2] : c.sizes[1];
+  auto v = [&](int64_t r) { return r == 0 ? T(1) : at3(reflectors, b, i + r, column); };
+  auto element = [&](int64_t r, int64_t o) -> T& {
+    return left ? at3(c, b, i + r, o) : at3(c, b, o, i + r);
+  };
+  for (int64_t o = first_other; o < others; ++o) {
+    T dot = 0;
+    for (int64_t r = 0; r < length; ++r) dot += v(r) * element(r, o);
+    const T scale = tau * dot;
+    for (int64_t r = 0; r < length; ++r) element(r, o) -= scale * v(r);
+  }
+}
+
+// args: A (B, m, n; overwritten by R above the diagonal and the reflectors
+// below), tau (B, min(m, n)).
+template <typename T>
+void geqrf(void* const* args, const maia_grid_t* grid) {
+  const auto& a = memref<T, 3>(args, 0);
+  const auto& tau = memref<T, 2>(args, 1);
+  const int64_t m = a.sizes[1], n = a.sizes[2], k = std::min(m, n);
+  auto slice = maia_kernel::programSlice(grid, a.sizes[0]);
+  for (int64_t b = slice.begin; b < slice.end; ++b) {
+    for (int64_t j = 0; j < k; ++j) {
+      const T alpha = at3(a, b, j, j);
+      T tail = 0;  // |x(1:)|, scaled against overflow as nrm2
+      for (int64_t i = j + 1; i < m; ++i) tail = std::hypot(tail, at3(a, b, i, j));
+      T& t = tau.aligned[tau.offset + b * tau.strides[0] + j * tau.strides[1]];
+      if (tail == T(0)) {
+        t = T(0);
+        continue;
+      }
+      const T beta = -std::copysign(std::hypot(alpha, tail), alpha);
+      t = (beta - alpha) / beta;
+      const T scale = T(1) / (alpha - beta);
+      for (int64_t i = j + 1; i < m; ++i) at3(a, b, i, j) *= scale;
+      at3(a, b, j, j) = beta;
+      // H(j) applied to the columns after j, through a view of A as C.
+      applyReflector(a, b, j, j, t, a, j + 1, /*left=*/true);
+    }
+  }
+}
+
+// args: A (B, m, n; the first k columns hold reflectors, overwritten by
+// Q's first n columns), tau (B, k).
+template <typename T>
+void orgqr(void* const* args, const maia_grid_t* grid) {
+  const auto& a = memref<T, 3>(args, 0);
+  const auto& tau = memref<T, 2>(args, 1);
+  const int64_t m = a.sizes[1], n = a.sizes[2], k = tau.sizes[1];
+  auto slice = maia_kernel::programSlice(grid, a.sizes[0]);
+  for (int64_t b = slice.begin; b < slice.end; ++b) {
+    for (int64_t j = k; j < n; ++j)
+      for (int64_t i = 0; i < m; ++i) at3(a, b, i, j) = i == j ? T(1) : T(0);
+    for (int64_t i = k - 1; i >= 0; --i) {
+      const T t = tau.aligned[tau.offset + b * tau.strides[0] + i * tau.strides[1]];
+      if (i < n - 1) applyReflector(a, b, i, i, t, a, i + 1, /*left=*/true);
+      for (int64_t r = i + 1; r < m; ++r) at3(a, b, r, i) *= -t;
+      at3(a, b, i, i) = T(1) - t;
+      for (int64_t r = 0; r < i; ++r) at3(a, b, r, i) = T(0);
+    }
+  }
+}
+
+// args: reflectors (B, m, k), tau (B, k), C (B, p, q; overwritten by
+// op(Q) C (left) or C op(Q)), left, transpose. Q = H(0) ... H(k-1).
+template <typename T>
+void ormqr(void* const* args, const maia_grid_t* grid) {
+  const auto& a = memref<T, 3>(args, 0);
+  const auto& tau = memref<T, 2>(args, 1);
+  const auto& c = memref<T, 3>(args, 2);
+  const bool left = scalar<int64_t>(args, 3) != 0;
+  const bool transpose = scalar<int64_t>(args, 4) != 0;
+  const int64_t k = tau.sizes[1];
+  // Q C and C Q^T apply H(k-1) first; Q^T C and C Q apply H(0) first.
+  const bool backward = left != transpose;
+  auto slice = maia_kernel::programSlice(grid, c.sizes[0]);
+  for (int64_t b = slice.begin; b < slice.end; ++b) {
+    for (int64_t step = 0; step < k; ++step) {
+      const int64_t i = backward ? k - 1 - step : step;
+      const T t = tau.aligned[tau.offset + b * tau.strides[0] + i * tau.strides[1]];
+      applyReflector(a, b, i, i, t, c, 0, left);
     }
   }
 }

@@ -1,7 +1,8 @@
 // Dense linear algebra on maia for float32/float64 (complex inputs take the
 // counted host fallback through HostRouting): the LU factorization and
-// solve, the Cholesky factorization, triangular solves, and what ATen
-// composes from them per backend: inverse, solve, det, slogdet, lu_unpack,
+// solve, the Cholesky factorization, triangular solves, Householder QR
+// (geqrf, householder_product, ormqr, linalg_qr), and what ATen composes
+// from them per backend: inverse, solve, det, slogdet, lu_unpack,
 // cholesky_solve, cholesky_inverse, cholesky. Kernels: runtime/kernels/nn/
 // linalg.h, one launch per factorization or solve, programs over batch
 // entries.
@@ -25,6 +26,7 @@
 #include <ATen/ops/linalg_cholesky_ex_meta.h>
 #include <ATen/ops/linalg_inv_ex_meta.h>
 #include <ATen/ops/linalg_lu_meta.h>
+#include <ATen/ops/linalg_qr_meta.h>
 #include <ATen/ops/linalg_lu_factor_ex.h>
 #include <ATen/ops/linalg_lu_factor_ex_meta.h>
 #include <ATen/ops/linalg_lu_solve.h>
@@ -118,6 +120,20 @@ std::pair<Tensor, Tensor> factorsFor(const Tensor& lu, const Tensor& pivots, con
   lu_shape.insert(lu_shape.end(), {lu.size(-2), lu.size(-1)});
   pivots_shape.push_back(pivots.size(-1));
   return {flatBatchInput(lu.expand(lu_shape), 2), flatBatchInput(pivots.expand(pivots_shape), 1)};
+}
+
+/// A batch of column-major copies of t (LAPACK's working layout).
+Tensor columnMajorCopy(const Tensor& t) { return t.mT().contiguous().mT(); }
+
+/// factors (batch..., m, n) overwritten by geqrf's R and reflectors; tau
+/// (batch..., min(m, n)) written.
+void geqrfInPlace(const Tensor& factors, const Tensor& tau) {
+  inFlatBatches(factors, 2, [&](const Tensor& flat) {
+    inFlatBatches(tau, 1, [&](const Tensor& flat_tau) {
+      launchLinalg("geqrf", factors, flat.size(0), flat.numel() * flat_tau.size(1) * 2,
+                   {memrefOf(flat), memrefOf(flat_tau)});
+    });
+  });
 }
 
 // ---- LU ------------------------------------------------------------------
@@ -294,6 +310,131 @@ std::array<Tensor, 3> linalgLu(const Tensor& a, bool pivot, Given<3> given) {
   return op.outputs;
 }
 
+// ---- Householder QR ----------------------------------------------------------
+
+/// A column-major copy of a as geqrf's result, and tau (batch..., min(m, n)).
+std::tuple<Tensor, Tensor> geqrfFactors(const Tensor& a) {
+  TORCH_CHECK(a.dim() >= 2, "torch.geqrf: input must have at least 2 dimensions.");
+  checkSingleOrDouble("geqrf_cpu", a);
+  Tensor factors = columnMajorCopy(a);
+  std::vector<int64_t> tau_shape = batchShapeOf(a, 2);
+  tau_shape.push_back(std::min(a.size(-2), a.size(-1)));
+  Tensor tau = at::empty(tau_shape, a.options());
+  if (factors.numel() > 0) geqrfInPlace(factors, tau);
+  return {factors, tau};
+}
+
+std::tuple<Tensor&, Tensor&> geqrfOut(const Tensor& a, Tensor& factors, Tensor& tau) {
+  auto [computed_factors, computed_tau] = geqrfFactors(a);
+  at::native::resize_output(factors, computed_factors.sizes());
+  factors.copy_(computed_factors);
+  at::native::resize_output(tau, computed_tau.sizes());
+  tau.copy_(computed_tau);
+  return {factors, tau};
+}
+
+Tensor householderProduct(const Tensor& a, const Tensor& tau) {
+  const char* api = "torch.linalg.householder_product";
+  TORCH_CHECK(a.dim() >= 2, api, ": input must have at least 2 dimensions.");
+  TORCH_CHECK(a.size(-2) >= a.size(-1), api,
+              ": input.shape[-2] must be greater than or equal to input.shape[-1]");
+  TORCH_CHECK(a.size(-1) >= tau.size(-1), api,
+              ": input.shape[-1] must be greater than or equal to tau.shape[-1]");
+  TORCH_CHECK(a.dim() - tau.dim() == 1, api,
+              ": Expected tau to have one dimension less than input, but got tau.ndim equal to ",
+              tau.dim(), " and input.ndim is equal to ", a.dim());
+  TORCH_CHECK(batchShapeOf(tau, 1) == batchShapeOf(a, 2), api,
+              ": Expected batch dimensions of tau to be equal to input.shape[:-2], but got ",
+              tau.sizes().slice(0, tau.dim() - 1));
+  TORCH_CHECK(tau.scalar_type() == a.scalar_type(), api, ": tau dtype ", tau.scalar_type(),
+              " does not match input dtype ", a.scalar_type());
+  checkSingleOrDouble("orgqr_cpu", a);
+  Tensor q = columnMajorCopy(a);
+  if (q.numel() > 0) {
+    const Tensor flat_tau = flatBatchInput(tau, 1);
+    inFlatBatches(q, 2, [&](const Tensor& flat_q) {
+      launchLinalg("orgqr", q, flat_q.size(0), flat_q.numel() * tau.size(-1) * 2,
+                   {memrefOf(flat_q), memrefOf(flat_tau)});
+    });
+  }
+  return q;
+}
+
+Tensor multiplyByQ(const Tensor& a, const Tensor& tau, const Tensor& other, bool left,
+                   bool transpose) {
+  const char* api = "torch.ormqr";
+  TORCH_CHECK(a.dim() >= 2, api, ": input must have at least 2 dimensions.");
+  TORCH_CHECK(other.dim() >= 2, api, ": other must have at least 2 dimensions.");
+  const int64_t side = left ? -2 : -1;
+  TORCH_CHECK(other.size(side) == a.size(-2), api, ": other.shape[", side,
+              "] must be equal to input.shape[-2]");
+  TORCH_CHECK(tau.size(-1) <= a.size(-1), api,
+              ": tau.shape[-1] must be less than or equal to input.shape[-1]");
+  TORCH_CHECK(tau.size(-1) == std::min(other.size(side), a.size(-1)), api,
+              ": tau.shape[-1] must be equal to min(other.shape[", side,
+              "], input.shape[-1])");
+  TORCH_CHECK(batchShapeOf(tau, 1) == batchShapeOf(a, 2), api,
+              ": Expected batch dimensions of tau to be equal to input.shape[:-2]");
+  TORCH_CHECK(batchShapeOf(other, 2) == batchShapeOf(a, 2), api,
+              ": Expected batch dimensions of other to be equal to input.shape[:-2]");
+  TORCH_CHECK(tau.scalar_type() == a.scalar_type() && other.scalar_type() == a.scalar_type(),
+              api, ": Expected input, tau and other to have the same dtype");
+  checkSingleOrDouble("ormqr_cpu", a);
+  Tensor result = columnMajorCopy(other);
+  if (result.numel() > 0 && tau.size(-1) > 0) {
+    const Tensor flat_a = flatBatchInput(a, 2), flat_tau = flatBatchInput(tau, 1);
+    inFlatBatches(result, 2, [&](const Tensor& flat_c) {
+      launchLinalg("ormqr", result, flat_c.size(0), flat_c.numel() * tau.size(-1) * 2,
+                   {memrefOf(flat_a), memrefOf(flat_tau), memrefOf(flat_c), intArg(left),
+                    intArg(transpose)});
+    });
+  }
+  return result;
+}
+
+/// Q and R of A, as the CPU's linalg_qr: geqrf in Q (when it has A's
+/// shape), in R (when R has A's rows) or in a copy; R the upper triangle;
+/// Q by orgqr.
+std::array<Tensor, 2> linalgQr(const Tensor& a, c10::string_view mode, Given<2> given) {
+  Structured<meta::structured_linalg_qr, 2> op(given);
+  op.meta(a, mode);
+  auto& [q, r] = op.outputs;
+  checkSingleOrDouble("geqrf_cpu", a);
+  const int64_t m = a.size(-2), n = a.size(-1), k = std::min(m, n);
+  const bool compute_q = mode != "r";
+  std::vector<int64_t> tau_shape = batchShapeOf(a, 2);
+  tau_shape.push_back(k);
+  Tensor tau = at::empty(tau_shape, a.options());
+  Tensor factors;
+  if (compute_q && q.size(-1) == n) {
+    factors = q;
+    factors.copy_(a);
+  } else if (r.size(-2) == m) {
+    factors = r;
+    factors.copy_(a);
+  } else {
+    factors = columnMajorCopy(a);
+  }
+  if (factors.numel() > 0) geqrfInPlace(factors, tau);
+  if (factors.is_alias_of(r)) {
+    if (compute_q) {
+      if (m < n) q.copy_(factors.slice(-1, 0, m));
+      else q.slice(-1, 0, n).copy_(factors);
+    }
+    r.triu_();
+  } else {
+    at::triu_out(r, factors.slice(-2, 0, n));
+  }
+  if (compute_q && q.numel() > 0) {
+    const Tensor flat_tau = flatBatchInput(tau, 1);
+    inFlatBatches(q, 2, [&](const Tensor& flat_q) {
+      launchLinalg("orgqr", q, flat_q.size(0), flat_q.numel() * k * 2,
+                   {memrefOf(flat_q), memrefOf(flat_tau)});
+    });
+  }
+  return op.outputs;
+}
+
 // ---- Cholesky and triangular solves -----------------------------------------
 
 std::array<Tensor, 2> choleskyEx(const Tensor& a, bool upper, bool check_errors,
@@ -332,9 +473,6 @@ void triangularSolveInPlace(const Tensor& a, const Tensor& x, bool upper, bool t
                   intArg(unitriangular)});
   });
 }
-
-/// A batch of column-major copies of t (LAPACK's working layout).
-Tensor columnMajorCopy(const Tensor& t) { return t.mT().contiguous().mT(); }
 
 Tensor& solveTriangularOut(const Tensor& a, const Tensor& b, bool upper, bool left,
                            bool unitriangular, Tensor& out) {
@@ -480,6 +618,26 @@ MAIA_NATIVE_KERNELS(m) {
                                   Tensor& x, Tensor& coefficient) {
     triangularSolve(b, a, upper, transpose, unitriangular, {&x, &coefficient});
     return std::forward_as_tuple(x, coefficient);
+  });
+  m.impl("geqrf", TORCH_FN(geqrfFactors));
+  m.impl("geqrf.a", TORCH_FN(geqrfOut));
+  m.impl("linalg_householder_product", TORCH_FN(householderProduct));
+  m.impl("linalg_householder_product.out", [](T a, T tau, Tensor& out) -> Tensor& {
+    const Tensor q = householderProduct(a, tau);
+    at::native::resize_output(out, q.sizes());
+    return out.copy_(q);
+  });
+  m.impl("ormqr", TORCH_FN(multiplyByQ));
+  m.impl("ormqr.out", [](T a, T tau, T other, bool left, bool transpose,
+                         Tensor& out) -> Tensor& {
+    const Tensor result = multiplyByQ(a, tau, other, left, transpose);
+    at::native::resize_output(out, result.sizes());
+    return out.copy_(result);
+  });
+  m.impl("linalg_qr", [](T a, c10::string_view mode) { return asTuple(linalgQr(a, mode, {})); });
+  m.impl("linalg_qr.out", [](T a, c10::string_view mode, Tensor& q, Tensor& r) {
+    linalgQr(a, mode, {&q, &r});
+    return std::forward_as_tuple(q, r);
   });
   m.impl("cholesky", TORCH_FN(choleskyDeprecated));
   m.impl("linalg_solve_triangular.out", TORCH_FN(solveTriangularOut));
