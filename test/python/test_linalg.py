@@ -184,3 +184,48 @@ def test_householder_errors_are_the_cpus():
             fn(a)
         with pytest.raises(type(cpu.value), match=re.escape(str(cpu.value).splitlines()[0])):
             fn(a.to("maia"))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_singular_values_and_symmetric_eigenvalues(dtype):
+    g = torch.Generator().manual_seed(3)
+    for shape in [(4, 4), (5, 3), (3, 5), (2, 6, 4), (1, 1), (3, 0), (0, 3, 3), (7, 7)]:
+        a = torch.randn(shape, generator=g, dtype=dtype)
+        assert_native_matches(L.svdvals, a)
+        if a.numel():
+            assert_native_matches(lambda x: L.matrix_norm(x, "nuc"), a)
+            assert_native_matches(lambda x: L.matrix_norm(x, 2), a)
+        if shape[-1] == shape[-2]:
+            assert_native_matches(L.eigvalsh, a + a.mT)
+            assert_native_matches(lambda x: L.eigvalsh(x, UPLO="U"), a)  # one triangle read
+            if a.numel():
+                assert_native_matches(L.cond, a)
+    low_rank = torch.randn(5, 3, generator=g, dtype=dtype) @ torch.randn(3, 5, generator=g,
+                                                                          dtype=dtype)
+    assert_native_matches(L.matrix_rank, low_rank)
+    assert_native_matches(L.eigvalsh, 3 * torch.eye(5, dtype=dtype))  # repeated
+    assert_native_matches(L.svdvals, torch.zeros(3, 4, dtype=dtype))
+
+
+def test_singular_and_eigen_vectors_take_the_counted_host_fallback():
+    a = torch.randn(4, 3, dtype=torch.float64)
+    torch.maia.reset_fallback_counts()
+    for mine, cpu in zip(L.svd(a.to("maia")), L.svd(a)):
+        torch.testing.assert_close(mine.cpu(), cpu)
+    assert torch.maia.fallback_counts() == {"aten::_linalg_svd": 1}
+    torch.maia.reset_fallback_counts()
+    s = a[:3] + a[:3].mT
+    for mine, cpu in zip(L.eigh(s.to("maia")), L.eigh(s)):
+        torch.testing.assert_close(mine.cpu(), cpu)
+    assert torch.maia.fallback_counts() == {"aten::_linalg_eigh": 1}
+    torch.maia.reset_fallback_counts()
+
+
+def test_non_finite_input_raises_the_cpus_error():
+    a = torch.randn(3, 3)
+    a[0, 0] = float("nan")
+    for fn in (L.svdvals, L.eigvalsh):
+        with pytest.raises(torch.linalg.LinAlgError) as cpu:
+            fn(a)
+        with pytest.raises(torch.linalg.LinAlgError, match=re.escape(str(cpu.value))):
+            fn(a.to("maia"))

@@ -1,11 +1,12 @@
 // Dense linear algebra on maia for float32/float64 (complex inputs take the
 // counted host fallback through HostRouting): the LU factorization and
 // solve, the Cholesky factorization, triangular solves, Householder QR
-// (geqrf, householder_product, ormqr, linalg_qr), and what ATen composes
-// from them per backend: inverse, solve, det, slogdet, lu_unpack,
-// cholesky_solve, cholesky_inverse, cholesky. Kernels: runtime/kernels/nn/
-// linalg.h, one launch per factorization or solve, programs over batch
-// entries.
+// (geqrf, householder_product, ormqr, linalg_qr), singular values and
+// symmetric eigenvalues (their vectors on the counted host fallback), and
+// what ATen composes from them per backend: inverse, solve, det, slogdet,
+// lu_unpack, cholesky_solve, cholesky_inverse, cholesky. Kernels:
+// runtime/kernels/nn/linalg.h and linalg_spectral.h, one launch per
+// factorization or solve, programs over batch entries.
 //
 // ATen's structured meta functions check the arguments and lay out the
 // results (batches of column-major matrices, as LAPACK's); the
@@ -18,7 +19,11 @@
 #include <ATen/TensorUtils.h>
 #include <ATen/ops/_linalg_check_errors.h>
 #include <ATen/ops/_linalg_det_meta.h>
+#include <ATen/ops/_linalg_eigh.h>
+#include <ATen/ops/_linalg_eigh_meta.h>
 #include <ATen/ops/_linalg_slogdet_meta.h>
+#include <ATen/ops/_linalg_svd.h>
+#include <ATen/ops/_linalg_svd_meta.h>
 #include <ATen/ops/_linalg_solve_ex_meta.h>
 #include <ATen/ops/arange.h>
 #include <ATen/ops/empty.h>
@@ -49,6 +54,7 @@
 
 #include "WorkSplit.h"
 #include "ops/EagerKernels.h"
+#include "ops/Fallback.h"
 #include "ops/HostRouting.h"
 #include "ops/OpUtils.h"
 #include "ops/Structured.h"
@@ -435,6 +441,70 @@ std::array<Tensor, 2> linalgQr(const Tensor& a, c10::string_view mode, Given<2> 
   return op.outputs;
 }
 
+// ---- Singular values and symmetric eigenvalues --------------------------------
+
+/// Copies src into the given outputs (resized as the meta function did).
+template <size_t N>
+void copyInto(std::array<Tensor, N>& outputs, const std::array<Tensor, N>& src) {
+  for (size_t i = 0; i < N; ++i) outputs[i].copy_(src[i]);
+}
+
+/// values (batch..., k) of the double workspace `work` (batch..., rows,
+/// cols) by `kernel`, checked with ATen's errors for `api`.
+void spectralValues(const char* kernel, const char* api, const Tensor& work,
+                    const Tensor& values, int64_t matrix_dims) {
+  const Tensor flat_work = flatBatchView(work, 2);
+  Tensor flat_values = at::empty({flat_work.size(0), values.size(-1)},
+                                 work.options().dtype(at::kDouble));
+  Tensor info = at::zeros({flat_work.size(0)}, work.options().dtype(at::kInt));
+  if (flat_values.numel() > 0)
+    launchLinalg(kernel, work, flat_work.size(0),
+                 flat_work.numel() * flat_work.size(2) * 20,
+                 {memrefOf(flat_work), memrefOf(flat_values), memrefOf(info)});
+  values.copy_(flat_values.view(values.sizes()));
+  at::_linalg_check_errors(info.view(batchShapeOf(values, 1)), api, matrix_dims == 2);
+}
+
+/// _linalg_svd: singular values on the device (Jacobi); with U and V^H
+/// (LAPACK's signs) on the counted host fallback.
+std::array<Tensor, 3> linalgSvd(const Tensor& a, bool full_matrices, bool compute_uv,
+                                std::optional<c10::string_view> driver, Given<3> given) {
+  Structured<meta::structured__linalg_svd, 3> op(given);
+  op.meta(a, full_matrices, compute_uv, driver);
+  checkSingleOrDouble("linalg_svd_cpu", a);
+  if (compute_uv) {
+    noteHostFallback("aten::_linalg_svd");
+    auto [u, s, vh] = at::_linalg_svd(a.cpu(), full_matrices, true, driver);
+    copyInto(op.outputs, {u, s, vh});
+    return op.outputs;
+  }
+  const Tensor tall = a.size(-2) >= a.size(-1) ? a : a.mT();
+  spectralValues("svd_values", "linalg.svd", tall.to(at::kDouble).contiguous(), op.outputs[1],
+                 a.dim());
+  return op.outputs;
+}
+
+/// _linalg_eigh: eigenvalues of the UPLO triangle's symmetric matrix on
+/// the device (Jacobi); with eigenvectors on the counted host fallback.
+std::array<Tensor, 2> linalgEigh(const Tensor& a, c10::string_view uplo, bool compute_v,
+                                 Given<2> given) {
+  Structured<meta::structured__linalg_eigh, 2> op(given);
+  op.meta(a, uplo, compute_v);
+  checkSingleOrDouble("linalg_eigh_cpu", a);
+  if (compute_v) {
+    noteHostFallback("aten::_linalg_eigh");
+    auto [values, vectors] = at::_linalg_eigh(a.cpu(), uplo, true);
+    copyInto(op.outputs, {values, vectors});
+    return op.outputs;
+  }
+  const bool lower = uplo == "L" || uplo == "l";
+  const Tensor triangle = lower ? a.tril() : a.triu();
+  const Tensor symmetric = triangle.add((lower ? a.tril(-1) : a.triu(1)).mT());
+  spectralValues("eigh_values", "linalg.eigh", symmetric.to(at::kDouble).contiguous(),
+                 op.outputs[0], a.dim());
+  return op.outputs;
+}
+
 // ---- Cholesky and triangular solves -----------------------------------------
 
 std::array<Tensor, 2> choleskyEx(const Tensor& a, bool upper, bool check_errors,
@@ -638,6 +708,24 @@ MAIA_NATIVE_KERNELS(m) {
   m.impl("linalg_qr.out", [](T a, c10::string_view mode, Tensor& q, Tensor& r) {
     linalgQr(a, mode, {&q, &r});
     return std::forward_as_tuple(q, r);
+  });
+  m.impl("_linalg_svd", [](T a, bool full_matrices, bool compute_uv,
+                           std::optional<c10::string_view> driver) {
+    return asTuple(linalgSvd(a, full_matrices, compute_uv, driver, {}));
+  });
+  m.impl("_linalg_svd.U", [](T a, bool full_matrices, bool compute_uv,
+                             std::optional<c10::string_view> driver, Tensor& u, Tensor& s,
+                             Tensor& vh) {
+    linalgSvd(a, full_matrices, compute_uv, driver, {&u, &s, &vh});
+    return std::forward_as_tuple(u, s, vh);
+  });
+  m.impl("_linalg_eigh", [](T a, c10::string_view uplo, bool compute_v) {
+    return asTuple(linalgEigh(a, uplo, compute_v, {}));
+  });
+  m.impl("_linalg_eigh.eigenvalues", [](T a, c10::string_view uplo, bool compute_v,
+                                        Tensor& values, Tensor& vectors) {
+    linalgEigh(a, uplo, compute_v, {&values, &vectors});
+    return std::forward_as_tuple(values, vectors);
   });
   m.impl("cholesky", TORCH_FN(choleskyDeprecated));
   m.impl("linalg_solve_triangular.out", TORCH_FN(solveTriangularOut));
