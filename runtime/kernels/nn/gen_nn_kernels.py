@@ -143,6 +143,11 @@ KERNELS = [
      "adaptiveAvgPool3dBackward<{t}>"),
     # distance.h: out (B, R1, R2), x1 (B, R1, C), x2 (B, R2, C), p
     ("cdist", SINGLE_DOUBLE, [m("T", 3)] * 3 + [s("f64")], "cdist<{t}>"),
+    # grad_x1, grad, x1, x2, dist, p
+    ("cdist_bwd", SINGLE_DOUBLE, [m("T", 3)] * 5 + [s("f64")], "cdistBackward<{t}>"),
+    # grad_x (N, C), grad (pairs), x, dist (pairs), p
+    ("pdist_bwd", SINGLE_DOUBLE, [m("T", 2), m("T", 1), m("T", 2), m("T", 1), s("f64")],
+     "pdistBackward<{t}>"),
     # linalg.h: LU (in place), pivots, info
     ("lu_factor", SINGLE_DOUBLE, [m("T", 3), m("i32", 2), m("i32", 1)], "luFactor<{t}>"),
     # LU, pivots, X (in place), transpose

@@ -27,11 +27,6 @@
 
 namespace maia_nn {
 
-template <typename T>
-T& at3(const MemRef<T, 3>& m, int64_t b, int64_t i, int64_t j) {
-  return m.aligned[m.offset + b * m.strides[0] + i * m.strides[1] + j * m.strides[2]];
-}
-
 // args: A (B, m, n; overwritten by L and U), pivots (B, min(m, n)), info (B).
 template <typename T>
 void luFactor(void* const* args, const maia_grid_t* grid) {

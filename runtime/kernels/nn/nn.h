@@ -254,6 +254,10 @@ template <typename T>
 T& at1(const MemRef<T, 1>& m, int64_t i) {
   return m.aligned[m.offset + i * m.strides[0]];
 }
+template <typename T>
+T& at3(const MemRef<T, 3>& m, int64_t b, int64_t i, int64_t j) {
+  return m.aligned[m.offset + b * m.strides[0] + i * m.strides[1] + j * m.strides[2]];
+}
 
 template <typename T>
 void layerNorm(void* const* args, const maia_grid_t* grid) {
