@@ -2,6 +2,8 @@
 // float16 and bfloat16 are stored as 16-bit patterns and computed in float.
 #pragma once
 
+#include <cmath>
+
 #include <immintrin.h>
 
 #include <bit>
@@ -80,5 +82,54 @@ inline T store(V v) {
   else
     return static_cast<T>(v);
 }
+
+/// float arithmetic rounded to 16-bit storage type T after every operation:
+/// what c10::Half/c10::BFloat16 arithmetic does, for kernels that must
+/// reproduce the CPU's 16-bit code paths computing in scalar_t (e.g. its
+/// grid sampler fallback), not in float.
+template <typename T>
+struct StorageArithmetic {
+  float value;
+
+  static float round(float x) { return load(store<T>(x)); }
+  StorageArithmetic() = default;
+  StorageArithmetic(float x) : value(round(x)) {}  // NOLINT: converts like c10::Half
+  StorageArithmetic(double x) : value(round(static_cast<float>(x))) {}  // NOLINT
+  StorageArithmetic(int x) : value(round(static_cast<float>(x))) {}  // NOLINT
+  StorageArithmetic(int64_t x) : value(round(static_cast<float>(x))) {}  // NOLINT
+  explicit operator float() const { return value; }
+  explicit operator int64_t() const { return static_cast<int64_t>(value); }
+  explicit operator int() const { return static_cast<int>(value); }
+
+  friend StorageArithmetic operator+(StorageArithmetic a, StorageArithmetic b) {
+    return StorageArithmetic(a.value + b.value);
+  }
+  friend StorageArithmetic operator-(StorageArithmetic a, StorageArithmetic b) {
+    return StorageArithmetic(a.value - b.value);
+  }
+  friend StorageArithmetic operator*(StorageArithmetic a, StorageArithmetic b) {
+    return StorageArithmetic(a.value * b.value);
+  }
+  friend StorageArithmetic operator/(StorageArithmetic a, StorageArithmetic b) {
+    return StorageArithmetic(a.value / b.value);
+  }
+  friend StorageArithmetic operator-(StorageArithmetic a) { return StorageArithmetic(-a.value); }
+  StorageArithmetic& operator+=(StorageArithmetic b) { return *this = *this + b; }
+  StorageArithmetic& operator-=(StorageArithmetic b) { return *this = *this - b; }
+  StorageArithmetic& operator*=(StorageArithmetic b) { return *this = *this * b; }
+  friend bool operator<(StorageArithmetic a, StorageArithmetic b) { return a.value < b.value; }
+  friend bool operator<=(StorageArithmetic a, StorageArithmetic b) { return a.value <= b.value; }
+  friend bool operator>(StorageArithmetic a, StorageArithmetic b) { return a.value > b.value; }
+  friend bool operator>=(StorageArithmetic a, StorageArithmetic b) { return a.value >= b.value; }
+  friend bool operator==(StorageArithmetic a, StorageArithmetic b) { return a.value == b.value; }
+  friend bool operator!=(StorageArithmetic a, StorageArithmetic b) { return a.value != b.value; }
+  // The math functions, found by argument-dependent lookup.
+  friend StorageArithmetic floor(StorageArithmetic a) { return std::floor(a.value); }
+  friend StorageArithmetic fabs(StorageArithmetic a) { return std::fabs(a.value); }
+  friend StorageArithmetic nearbyint(StorageArithmetic a) { return std::nearbyint(a.value); }
+  friend StorageArithmetic fmod(StorageArithmetic a, StorageArithmetic b) {
+    return std::fmod(a.value, b.value);
+  }
+};
 
 }  // namespace maia_eager
