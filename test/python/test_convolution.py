@@ -1,6 +1,7 @@
 """Convolution on maia: 1-D and 2-D, plain and transposed, on the device (im2col + GEMM,
-col2im), forward and backward, against the CPU, integer ones too; 3-D convolutions, and transposed
-ones whose output padding is not below the stride, on the counted host path."""
+col2im), forward and backward, against the CPU, integer ones too; 3-D ones as sums of 2-D ones
+over the depth taps; transposed ones whose output padding is not below the stride have their
+backward on the counted host path."""
 
 import re
 
@@ -253,3 +254,55 @@ def test_implicit_gemm_one_dimensional_and_empty():
         b = torch.randn(4)
         torch.testing.assert_close(F.conv2d(x.to("maia"), w.to("maia"), b.to("maia")).cpu(),
                                    F.conv2d(x, w, b))
+
+
+CASES_3D = [
+    ((2, 4, 5, 6, 7), (6, 4, 3, 2, 3), dict()),
+    ((2, 4, 5, 6, 7), (6, 4, 3, 2, 3), dict(stride=2, padding=1)),
+    ((1, 4, 6, 5, 7), (6, 4, 3, 2, 3), dict(stride=(1, 2, 1), padding=(2, 0, 1),
+                                            dilation=(2, 1, 1))),
+    ((2, 4, 5, 6, 7), (6, 2, 3, 2, 3), dict(padding=1, groups=2)),
+]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+@pytest.mark.parametrize("transposed", [False, True])
+@pytest.mark.parametrize("input_shape,weight_shape,options", CASES_3D)
+def test_3d_convolution_forward_and_backward_on_device(input_shape, weight_shape, options,
+                                                       transposed, dtype):
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(input_shape, generator=g)
+    if transposed:  # (C_in, C_out / groups, kd, kh, kw)
+        groups = options.get("groups", 1)
+        weight_shape = (input_shape[1], weight_shape[0] // groups, *weight_shape[2:])
+    w = torch.randn(weight_shape, generator=g)
+    b = torch.randn(weight_shape[1] * options.get("groups", 1) if transposed else weight_shape[0],
+                    generator=g)
+    conv = F.conv_transpose3d if transposed else F.conv3d
+    # bfloat16 against the CPU's float32 of the same values (maia sums the taps in float).
+    values = [t.to(dtype).to(torch.float32 if dtype == torch.bfloat16 else dtype)
+              for t in (x, w, b)]
+    leaves = [t.clone().requires_grad_() for t in values]
+    expected = conv(*leaves, **options)
+    upstream = torch.randn(expected.shape, generator=g).to(dtype)
+    expected.backward(upstream.to(expected.dtype))
+    on_maia = [t.to(dtype).to("maia").requires_grad_() for t in (x, w, b)]
+    torch.maia.reset_fallback_counts()
+    actual = conv(*on_maia, **options)
+    actual.backward(upstream.to("maia"))
+    assert torch.maia.fallback_counts() == {}
+    tol = dict(atol=5e-2, rtol=2e-2) if dtype == torch.bfloat16 else dict(atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(actual.detach().cpu(), expected.detach().to(dtype), **tol)
+    for mine, cpu in zip(on_maia, leaves):
+        torch.testing.assert_close(mine.grad.cpu(), cpu.grad.to(dtype), **tol)
+
+
+@pytest.mark.parametrize("output_padding", [(1, 0, 1), (1, 1, 1)])
+def test_3d_transposed_convolution_output_padding(output_padding):
+    x, w = torch.randn(1, 2, 3, 4, 5), torch.randn(2, 3, 2, 2, 2)
+    expected = F.conv_transpose3d(x, w, stride=2, output_padding=output_padding)
+    torch.maia.reset_fallback_counts()
+    actual = F.conv_transpose3d(x.to("maia"), w.to("maia"), stride=2,
+                                output_padding=output_padding)
+    assert torch.maia.fallback_counts() == {}
+    torch.testing.assert_close(actual.cpu(), expected, atol=1e-5, rtol=1e-5)

@@ -16,7 +16,8 @@
 // the same kernels with the roles swapped (forward: GEMM + col2im; input
 // gradient: a convolution; weight gradient: im2col + GEMM). Integer
 // convolutions run on the same kernels (exact, wrapping as the CPU). 3-D
-// convolutions compute on the host, counted and warned like any fallback.
+// convolutions are sums of these 2-D ones over the kernel's depth taps
+// (Convolution3d.cpp).
 #include <ATen/native/ConvUtils.h>
 #include <ATen/ops/convolution.h>
 #include <ATen/ops/convolution_backward.h>
@@ -32,6 +33,7 @@
 #include "WorkSplit.h"
 #include "conv_launch.h"
 #include "ops/ConvGeometry.h"
+#include "ops/Convolution.h"
 #include "ops/EagerKernels.h"
 #include "ops/Fallback.h"
 #include "ops/HostRouting.h"
@@ -59,11 +61,13 @@ std::vector<int64_t> params2d(c10::IntArrayRef values, int64_t fill) {
 }
 
 // 1-D and 2-D convolutions of the floating and integer dtypes run on the
-// device. The CPU has transposed and dilated integer convolutions for int64
-// only: the others take the host path, which raises the CPU's error.
+// device, 3-D ones of the floating dtypes and int64. The CPU has transposed
+// and dilated integer convolutions for int64 only: the others take the
+// host path, which raises the CPU's error.
 bool runsOnDevice(const Tensor& input, bool transposed, c10::IntArrayRef dilation) {
-  if (input.dim() != 3 && input.dim() != 4) return false;
   const c10::ScalarType dtype = input.scalar_type();
+  if (input.dim() == 5) return at::isFloatingType(dtype) || dtype == at::kLong;
+  if (input.dim() != 3 && input.dim() != 4) return false;
   if (at::isFloatingType(dtype) || dtype == at::kLong) return true;
   const bool dilated =
       std::any_of(dilation.begin(), dilation.end(), [](int64_t d) { return d != 1; });
@@ -136,6 +140,8 @@ void implicitGemmConvolution(const Tensor& x, const Tensor& wt, const Tensor& bi
                               static_cast<int>(args.size()),
                               currentDriverStream(out.device().index())));
 }
+
+}  // namespace
 
 Tensor deviceConvolution(const Tensor& input, const Tensor& weight, const Tensor& bias,
                          c10::IntArrayRef stride, c10::IntArrayRef padding,
@@ -283,15 +289,23 @@ std::tuple<Tensor, Tensor, Tensor> deviceTransposedConvolutionBackward(
   return {grad_input, grad_weight, grad_bias};
 }
 
+namespace {
+
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                    c10::IntArrayRef stride, c10::IntArrayRef padding, c10::IntArrayRef dilation,
                    bool transposed, c10::IntArrayRef output_padding, int64_t groups) {
   if (runsOnDevice(input, transposed, dilation)) {
+    const Tensor b = bias.value_or(Tensor());
+    if (input.dim() == 5) {
+      if (transposed)
+        return deviceTransposedConvolution3d(input, weight, b, stride, padding, output_padding,
+                                             dilation, groups);
+      return deviceConvolution3d(input, weight, b, stride, padding, dilation, groups);
+    }
     if (transposed)
-      return deviceTransposedConvolution(input, weight, bias.value_or(Tensor()), stride, padding,
-                                         output_padding, dilation, groups);
-    return deviceConvolution(input, weight, bias.value_or(Tensor()), stride, padding, dilation,
-                             groups);
+      return deviceTransposedConvolution(input, weight, b, stride, padding, output_padding,
+                                         dilation, groups);
+    return deviceConvolution(input, weight, b, stride, padding, dilation, groups);
   }
   noteHostFallback("aten::convolution_overrideable");
   std::optional<Tensor> host_bias;
@@ -315,6 +329,13 @@ std::tuple<Tensor, Tensor, Tensor> convolutionBackward(
           padding, dilation, transposed, output_padding, groups, output_mask);
       auto narrow = [dtype](const Tensor& t) { return t.defined() ? t.to(dtype) : t; };
       return {narrow(grad_input), narrow(grad_weight), narrow(grad_bias)};
+    }
+    if (input.dim() == 5) {
+      if (transposed)
+        return deviceTransposedConvolution3dBackward(grad_output, input, weight, stride,
+                                                     padding, dilation, groups, output_mask);
+      return deviceConvolution3dBackward(grad_output, input, weight, stride, padding, dilation,
+                                         groups, output_mask);
     }
     if (transposed)
       return deviceTransposedConvolutionBackward(grad_output, input, weight, stride, padding,
