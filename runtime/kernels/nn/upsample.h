@@ -246,6 +246,25 @@ void upsampleBilinear2d(void* const* args, const maia_grid_t* grid) {
   }
 }
 
+/// The backward skeleton of 2-D interpolation: programs own whole (n, c)
+/// planes of grad_input (compute type, zeroed first); each output (oy, ox)
+/// of the plane adds its taps through scatter(n, c, oy, ox, gradient).
+template <typename T, typename Scatter>
+void scatterIntoPlanes(const MemRef<compute_t<T>, 4>& gi, const MemRef<T, 4>& go,
+                       const maia_grid_t* grid, Scatter scatter) {
+  using C = compute_t<T>;
+  const int64_t channels = gi.sizes[1], h = gi.sizes[2], w = gi.sizes[3];
+  auto slice = maia_kernel::programSlice(grid, gi.sizes[0] * channels);
+  for (int64_t plane = slice.begin; plane < slice.end; ++plane) {
+    const int64_t n = plane / channels, c = plane % channels;
+    for (int64_t y = 0; y < h; ++y)
+      for (int64_t x = 0; x < w; ++x) at4(gi, n, c, y, x) = C(0);
+    for (int64_t oy = 0; oy < go.sizes[2]; ++oy)
+      for (int64_t ox = 0; ox < go.sizes[3]; ++ox)
+        scatter(n, c, oy, ox, static_cast<C>(load(at4(go, n, c, oy, ox))));
+  }
+}
+
 // args: grad_input (N, C, H, W; compute type), grad_output (N, C, OH, OW),
 // scale_h, scale_w (of the compute type), align_corners, one_d (a 1-D
 // operator: no height taps, so a zero height weight adds no 0 * inf).
@@ -258,30 +277,20 @@ void upsampleBilinear2dBackward(void* const* args, const maia_grid_t* grid) {
   const auto scale_w = static_cast<C>(scalar<double>(args, 3));
   const bool align = scalar<int64_t>(args, 4) != 0;
   const bool one_d = scalar<int64_t>(args, 5) != 0;
-  const int64_t channels = gi.sizes[1], h = gi.sizes[2], w = gi.sizes[3];
-  const int64_t oh = go.sizes[2], ow = go.sizes[3];
-  auto slice = maia_kernel::programSlice(grid, gi.sizes[0] * channels);
-  for (int64_t plane = slice.begin; plane < slice.end; ++plane) {
-    const int64_t n = plane / channels, c = plane % channels;
-    for (int64_t y = 0; y < h; ++y)
-      for (int64_t x = 0; x < w; ++x) at4(gi, n, c, y, x) = C(0);
-    for (int64_t oy = 0; oy < oh; ++oy) {
-      const auto ty = linearTap<C>(scale_h, oy, h, oh, align);
-      for (int64_t ox = 0; ox < ow; ++ox) {
-        const auto tx = linearTap<C>(scale_w, ox, w, ow, align);
-        const C g = load(at4(go, n, c, oy, ox));
-        if (one_d) {
-          at4(gi, n, c, 0, tx.i0) += tx.w0 * g;
-          at4(gi, n, c, 0, tx.i1) += tx.w1 * g;
-          continue;
-        }
-        at4(gi, n, c, ty.i0, tx.i0) += ty.w0 * tx.w0 * g;
-        at4(gi, n, c, ty.i0, tx.i1) += ty.w0 * tx.w1 * g;
-        at4(gi, n, c, ty.i1, tx.i0) += ty.w1 * tx.w0 * g;
-        at4(gi, n, c, ty.i1, tx.i1) += ty.w1 * tx.w1 * g;
-      }
+  const int64_t h = gi.sizes[2], w = gi.sizes[3], oh = go.sizes[2], ow = go.sizes[3];
+  scatterIntoPlanes(gi, go, grid, [&](int64_t n, int64_t c, int64_t oy, int64_t ox, C g) {
+    const auto tx = linearTap<C>(scale_w, ox, w, ow, align);
+    if (one_d) {
+      at4(gi, n, c, 0, tx.i0) += tx.w0 * g;
+      at4(gi, n, c, 0, tx.i1) += tx.w1 * g;
+      return;
     }
-  }
+    const auto ty = linearTap<C>(scale_h, oy, h, oh, align);
+    at4(gi, n, c, ty.i0, tx.i0) += ty.w0 * tx.w0 * g;
+    at4(gi, n, c, ty.i0, tx.i1) += ty.w0 * tx.w1 * g;
+    at4(gi, n, c, ty.i1, tx.i0) += ty.w1 * tx.w0 * g;
+    at4(gi, n, c, ty.i1, tx.i1) += ty.w1 * tx.w1 * g;
+  });
 }
 
 }  // namespace maia_nn

@@ -97,24 +97,14 @@ void upsampleBicubic2dBackward(void* const* args, const maia_grid_t* grid) {
   const auto scale_h = static_cast<C>(scalar<double>(args, 2));
   const auto scale_w = static_cast<C>(scalar<double>(args, 3));
   const bool align = scalar<int64_t>(args, 4) != 0;
-  const int64_t channels = gi.sizes[1], h = gi.sizes[2], w = gi.sizes[3];
-  const int64_t oh = go.sizes[2], ow = go.sizes[3];
-  auto slice = maia_kernel::programSlice(grid, gi.sizes[0] * channels);
-  for (int64_t plane = slice.begin; plane < slice.end; ++plane) {
-    const int64_t n = plane / channels, c = plane % channels;
-    for (int64_t y = 0; y < h; ++y)
-      for (int64_t x = 0; x < w; ++x) at4(gi, n, c, y, x) = C(0);
-    for (int64_t oy = 0; oy < oh; ++oy) {
-      const auto ty = cubicTaps<C>(scale_h, oy, h, align);
-      for (int64_t ox = 0; ox < ow; ++ox) {
-        const auto tx = cubicTaps<C>(scale_w, ox, w, align);
-        const C g = load(at4(go, n, c, oy, ox));
-        for (int i = 0; i < 4; ++i)
-          for (int j = 0; j < 4; ++j)
-            at4(gi, n, c, ty.index[j], tx.index[i]) += g * ty.weight[j] * tx.weight[i];
-      }
-    }
-  }
+  const int64_t h = gi.sizes[2], w = gi.sizes[3];
+  scatterIntoPlanes(gi, go, grid, [&](int64_t n, int64_t c, int64_t oy, int64_t ox, C g) {
+    const auto ty = cubicTaps<C>(scale_h, oy, h, align);
+    const auto tx = cubicTaps<C>(scale_w, ox, w, align);
+    for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < 4; ++j)
+        at4(gi, n, c, ty.index[j], tx.index[i]) += g * ty.weight[j] * tx.weight[i];
+  });
 }
 
 // args: out (N, C, OD, OH, OW), in (N, C, D, H, W), scale_d, scale_h,
