@@ -131,6 +131,12 @@ std::pair<Tensor, Tensor> factorsFor(const Tensor& lu, const Tensor& pivots, con
 /// A batch of column-major copies of t (LAPACK's working layout).
 Tensor columnMajorCopy(const Tensor& t) { return t.mT().contiguous().mT(); }
 
+/// An out= variant: `result` resized to out and copied in.
+Tensor& copyToOut(const Tensor& result, Tensor& out) {
+  at::native::resize_output(out, result.sizes());
+  return out.copy_(result);
+}
+
 /// factors (batch..., m, n) overwritten by geqrf's R and reflectors; tau
 /// (batch..., min(m, n)) written.
 void geqrfInPlace(const Tensor& factors, const Tensor& tau) {
@@ -332,10 +338,8 @@ std::tuple<Tensor, Tensor> geqrfFactors(const Tensor& a) {
 
 std::tuple<Tensor&, Tensor&> geqrfOut(const Tensor& a, Tensor& factors, Tensor& tau) {
   auto [computed_factors, computed_tau] = geqrfFactors(a);
-  at::native::resize_output(factors, computed_factors.sizes());
-  factors.copy_(computed_factors);
-  at::native::resize_output(tau, computed_tau.sizes());
-  tau.copy_(computed_tau);
+  copyToOut(computed_factors, factors);
+  copyToOut(computed_tau, tau);
   return {factors, tau};
 }
 
@@ -544,8 +548,10 @@ void triangularSolveInPlace(const Tensor& a, const Tensor& x, bool upper, bool t
   });
 }
 
-Tensor& solveTriangularOut(const Tensor& a, const Tensor& b, bool upper, bool left,
-                           bool unitriangular, Tensor& out) {
+/// X with op(A) X = B (left) or X op(A) = B, a batch of column-major
+/// matrices as the CPU's.
+Tensor solveTriangular(const Tensor& a, const Tensor& b, bool upper, bool left,
+                       bool unitriangular) {
   TORCH_CHECK(a.dim() >= 2 && b.dim() >= 2,
               "linalg.solve_triangular: The input tensor A must have at least 2 dimensions.");
   TORCH_CHECK(a.size(-1) == a.size(-2),
@@ -566,9 +572,7 @@ Tensor& solveTriangularOut(const Tensor& a, const Tensor& b, bool upper, bool le
   // X A = B is A^T X^T = B^T.
   triangularSolveInPlace(a.to(dtype), left ? x : x.mT(), upper, /*transpose=*/!left,
                          unitriangular);
-  at::native::resize_output(out, x.sizes());
-  if (!out.is_same(x)) out.copy_(x);
-  return out;
+  return x;
 }
 
 std::array<Tensor, 2> triangularSolve(const Tensor& b, const Tensor& a, bool upper,
@@ -593,17 +597,15 @@ Tensor choleskySolveHelper(const Tensor& b, const Tensor& factor, bool upper) {
   return x;
 }
 
-Tensor& choleskyInverseOut(const Tensor& factor, bool upper, Tensor& out) {
+/// (L L^T)^-1 from the factor, a batch of column-major matrices as the CPU's.
+Tensor choleskyInverse(const Tensor& factor, bool upper) {
   TORCH_CHECK(factor.dim() >= 2 && factor.size(-1) == factor.size(-2),
               "cholesky_inverse: A must be batches of square matrices, but they are ",
               factor.size(-2), " by ", factor.size(-1), " matrices");
   checkSingleOrDouble("cholesky_inverse_out_cpu", factor);
   Tensor identity = at::zeros_like(factor, at::MemoryFormat::Contiguous);
   identity.diagonal(0, -2, -1).fill_(1.);
-  const Tensor x = choleskySolveHelper(identity, factor, upper);
-  at::native::resize_output(out, x.sizes());
-  out.copy_(x);
-  return out;
+  return choleskySolveHelper(identity, factor, upper);
 }
 
 /// The deprecated torch.cholesky: linalg_cholesky_ex's factor, errors named "cholesky".
@@ -693,16 +695,12 @@ MAIA_NATIVE_KERNELS(m) {
   m.impl("geqrf.a", TORCH_FN(geqrfOut));
   m.impl("linalg_householder_product", TORCH_FN(householderProduct));
   m.impl("linalg_householder_product.out", [](T a, T tau, Tensor& out) -> Tensor& {
-    const Tensor q = householderProduct(a, tau);
-    at::native::resize_output(out, q.sizes());
-    return out.copy_(q);
+    return copyToOut(householderProduct(a, tau), out);
   });
   m.impl("ormqr", TORCH_FN(multiplyByQ));
   m.impl("ormqr.out", [](T a, T tau, T other, bool left, bool transpose,
                          Tensor& out) -> Tensor& {
-    const Tensor result = multiplyByQ(a, tau, other, left, transpose);
-    at::native::resize_output(out, result.sizes());
-    return out.copy_(result);
+    return copyToOut(multiplyByQ(a, tau, other, left, transpose), out);
   });
   m.impl("linalg_qr", [](T a, c10::string_view mode) { return asTuple(linalgQr(a, mode, {})); });
   m.impl("linalg_qr.out", [](T a, c10::string_view mode, Tensor& q, Tensor& r) {
@@ -728,16 +726,15 @@ MAIA_NATIVE_KERNELS(m) {
     return std::forward_as_tuple(values, vectors);
   });
   m.impl("cholesky", TORCH_FN(choleskyDeprecated));
-  m.impl("linalg_solve_triangular.out", TORCH_FN(solveTriangularOut));
-  m.impl("linalg_solve_triangular", [](T a, T b, bool upper, bool left, bool unitriangular) {
-    Tensor out = at::empty({0}, b.options().dtype(a.scalar_type()));
-    return solveTriangularOut(a, b, upper, left, unitriangular, out);
+  m.impl("linalg_solve_triangular", TORCH_FN(solveTriangular));
+  m.impl("linalg_solve_triangular.out", [](T a, T b, bool upper, bool left, bool unitriangular,
+                                           Tensor& out) -> Tensor& {
+    return copyToOut(solveTriangular(a, b, upper, left, unitriangular), out);
   });
   m.impl("_cholesky_solve_helper", TORCH_FN(choleskySolveHelper));
-  m.impl("cholesky_inverse.out", TORCH_FN(choleskyInverseOut));
-  m.impl("cholesky_inverse", [](T factor, bool upper) {
-    Tensor out = at::empty({0}, factor.options());
-    return choleskyInverseOut(factor, upper, out);
+  m.impl("cholesky_inverse", TORCH_FN(choleskyInverse));
+  m.impl("cholesky_inverse.out", [](T factor, bool upper, Tensor& out) -> Tensor& {
+    return copyToOut(choleskyInverse(factor, upper), out);
   });
 }
 
