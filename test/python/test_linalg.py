@@ -1,5 +1,5 @@
 """Dense linear algebra on the device (runtime/kernels/nn/linalg.h,
-ops/Linalg.cpp) against the CPU's LAPACK: LU factor/solve/unpack, solve,
+ops/Linalg*.cpp) against the CPU's LAPACK: LU factor/solve/unpack, solve,
 inverse, det, slogdet, Cholesky and its solve/inverse, triangular solves,
 and the composites built on them; batches, broadcasting, rectangular LU,
 left/right and adjoint solves; the LU and pivots outputs themselves; the

@@ -1,5 +1,5 @@
 // Running ATen's structured meta functions for maia operators (Pooling.cpp,
-// Sorting.cpp, Upsample.cpp, Glu.cpp, Linalg.cpp): the checks, output shapes, dtypes and
+// Sorting.cpp, Upsample.cpp, Glu.cpp, Linalg*.cpp): the checks, output shapes, dtypes and
 // layouts come from ATen itself, so maia raises the CPU's errors and returns
 // the strides compiled graphs expect.
 #pragma once
