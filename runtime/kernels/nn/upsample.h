@@ -87,30 +87,41 @@ void upsampleNearest(void* const* args, const maia_grid_t* grid) {
 
 // args: grad_input (N, C, D, H, W; compute type), grad_output (N, C, OD,
 // OH, OW), scale_d, scale_h, scale_w (float), exact.
+/// The backward skeleton of 3-D upsampling: programs own whole (n, c)
+/// volumes of grad_input (compute type, zeroed first); each output
+/// (oz, oy, ox) adds its taps through scatter(n, c, oz, oy, ox, gradient).
+template <typename T, typename Scatter>
+void scatterIntoVolumes(const MemRef<compute_t<T>, 5>& gi, const MemRef<T, 5>& go,
+                        const maia_grid_t* grid, Scatter scatter) {
+  using C = compute_t<T>;
+  const int64_t channels = gi.sizes[1];
+  auto slice = maia_kernel::programSlice(grid, gi.sizes[0] * channels);
+  for (int64_t plane = slice.begin; plane < slice.end; ++plane) {
+    const int64_t n = plane / channels, c = plane % channels;
+    for (int64_t z = 0; z < gi.sizes[2]; ++z)
+      for (int64_t y = 0; y < gi.sizes[3]; ++y)
+        for (int64_t x = 0; x < gi.sizes[4]; ++x) at5(gi, n, c, z, y, x) = C(0);
+    for (int64_t oz = 0; oz < go.sizes[2]; ++oz)
+      for (int64_t oy = 0; oy < go.sizes[3]; ++oy)
+        for (int64_t ox = 0; ox < go.sizes[4]; ++ox)
+          scatter(n, c, oz, oy, ox, static_cast<C>(load(at5(go, n, c, oz, oy, ox))));
+  }
+}
+
 template <typename T>
 void upsampleNearestBackward(void* const* args, const maia_grid_t* grid) {
   using C = compute_t<T>;
   const auto& gi = memref<C, 5>(args, 0);
   const auto& go = memref<T, 5>(args, 1);
   const NearestScales s = NearestScales::from(args, 2);
-  const int64_t channels = gi.sizes[1], d = gi.sizes[2], h = gi.sizes[3], w = gi.sizes[4];
+  const int64_t d = gi.sizes[2], h = gi.sizes[3], w = gi.sizes[4];
   const int64_t od = go.sizes[2], oh = go.sizes[3], ow = go.sizes[4];
-  auto slice = maia_kernel::programSlice(grid, gi.sizes[0] * channels);
-  for (int64_t plane = slice.begin; plane < slice.end; ++plane) {
-    const int64_t n = plane / channels, c = plane % channels;
-    for (int64_t z = 0; z < d; ++z)
-      for (int64_t y = 0; y < h; ++y)
-        for (int64_t x = 0; x < w; ++x) at5(gi, n, c, z, y, x) = C(0);
-    for (int64_t oz = 0; oz < od; ++oz) {
-      const int64_t z = nearestSource(oz, d, od, s.d, s.exact);
-      for (int64_t oy = 0; oy < oh; ++oy) {
-        const int64_t y = nearestSource(oy, h, oh, s.h, s.exact);
-        for (int64_t ox = 0; ox < ow; ++ox)
-          at5(gi, n, c, z, y, nearestSource(ox, w, ow, s.w, s.exact)) +=
-              load(at5(go, n, c, oz, oy, ox));
-      }
-    }
-  }
+  scatterIntoVolumes(gi, go, grid,
+                     [&](int64_t n, int64_t c, int64_t oz, int64_t oy, int64_t ox, C g) {
+                       at5(gi, n, c, nearestSource(oz, d, od, s.d, s.exact),
+                           nearestSource(oy, h, oh, s.h, s.exact),
+                           nearestSource(ox, w, ow, s.w, s.exact)) += g;
+                     });
 }
 
 /// The two source indices of a linear interpolation and their weights.

@@ -153,31 +153,19 @@ void upsampleTrilinear3dBackward(void* const* args, const maia_grid_t* grid) {
   const auto scale_h = static_cast<C>(scalar<double>(args, 3));
   const auto scale_w = static_cast<C>(scalar<double>(args, 4));
   const bool align = scalar<int64_t>(args, 5) != 0;
-  const int64_t channels = gi.sizes[1], d = gi.sizes[2], h = gi.sizes[3], w = gi.sizes[4];
+  const int64_t d = gi.sizes[2], h = gi.sizes[3], w = gi.sizes[4];
   const int64_t od = go.sizes[2], oh = go.sizes[3], ow = go.sizes[4];
-  auto slice = maia_kernel::programSlice(grid, gi.sizes[0] * channels);
-  for (int64_t plane = slice.begin; plane < slice.end; ++plane) {
-    const int64_t n = plane / channels, c = plane % channels;
-    for (int64_t z = 0; z < d; ++z)
-      for (int64_t y = 0; y < h; ++y)
-        for (int64_t x = 0; x < w; ++x) at5(gi, n, c, z, y, x) = C(0);
-    for (int64_t oz = 0; oz < od; ++oz) {
-      const auto tz = linearTap<C>(scale_d, oz, d, od, align);
-      for (int64_t oy = 0; oy < oh; ++oy) {
-        const auto ty = linearTap<C>(scale_h, oy, h, oh, align);
-        for (int64_t ox = 0; ox < ow; ++ox) {
-          const auto tx = linearTap<C>(scale_w, ox, w, ow, align);
-          const C g = load(at5(go, n, c, oz, oy, ox));
-          const int64_t zs[2] = {tz.i0, tz.i1}, ys[2] = {ty.i0, ty.i1}, xs[2] = {tx.i0, tx.i1};
-          const C wz[2] = {tz.w0, tz.w1}, wy[2] = {ty.w0, ty.w1}, wx[2] = {tx.w0, tx.w1};
-          for (int a = 0; a < 2; ++a)
-            for (int b = 0; b < 2; ++b)
-              for (int e = 0; e < 2; ++e)
-                at5(gi, n, c, zs[a], ys[b], xs[e]) += wz[a] * wy[b] * wx[e] * g;
-        }
-      }
-    }
-  }
+  scatterIntoVolumes(gi, go, grid,
+                     [&](int64_t n, int64_t c, int64_t oz, int64_t oy, int64_t ox, C g) {
+    const auto tz = linearTap<C>(scale_d, oz, d, od, align);
+    const auto ty = linearTap<C>(scale_h, oy, h, oh, align);
+    const auto tx = linearTap<C>(scale_w, ox, w, ow, align);
+    const int64_t zs[2] = {tz.i0, tz.i1}, ys[2] = {ty.i0, ty.i1}, xs[2] = {tx.i0, tx.i1};
+    const C wz[2] = {tz.w0, tz.w1}, wy[2] = {ty.w0, ty.w1}, wx[2] = {tx.w0, tx.w1};
+    for (int a = 0; a < 2; ++a)
+      for (int b = 0; b < 2; ++b)
+        for (int e = 0; e < 2; ++e) at5(gi, n, c, zs[a], ys[b], xs[e]) += wz[a] * wy[b] * wx[e] * g;
+  });
 }
 
 }  // namespace maia_nn
