@@ -186,15 +186,6 @@ void cubicCoefficientSlopes(C t, C (&slopes)[4]) {
   slopes[3] = (C(3) * a * x - C(10) * a) * x + C(8) * a;
 }
 
-template <typename C>
-void cubicCoefficients(C t, C (&w)[4]) {
-  const C a = C(-0.75);
-  w[0] = cubicFar(t + C(1), a);
-  w[1] = cubicNear(t, a);
-  w[2] = cubicNear(C(1) - t, a);
-  w[3] = cubicFar(C(1) - t + C(1), a);
-}
-
 // args: out (N, C, OD, OH, OW), input (N, C, D, H, W), grid (N, OD, OH,
 // OW, dims), mode, padding, align_corners.
 template <typename T>

@@ -34,22 +34,33 @@ inline bool allFinite(const MemRef<double, 3>& w, int64_t b) {
 
 constexpr int kMaxSweeps = 80;
 
-// args: work (B, m, n; m >= n, destroyed), values (B, n; descending), info (B).
-inline void svdValues(void* const* args, const maia_grid_t* grid) {
+/// The frame both kernels share. args: work (B, rows, cols), values (B, k;
+/// rows of unit stride, as the host allocates them), info (B). Programs own
+/// batch entries; an entry with a non-finite element gets NaN values and
+/// LAPACK's `failure_info`, the others compute(w, b, values_row) and 0.
+template <typename Compute>
+void forEachFiniteMatrix(void* const* args, const maia_grid_t* grid, int32_t failure_info,
+                         Compute compute) {
   const auto& w = memref<double, 3>(args, 0);
   const auto& values = memref<double, 2>(args, 1);
   const auto& info = memref<int32_t, 1>(args, 2);
-  const int64_t m = w.sizes[1], n = w.sizes[2];
-  auto value = [&](int64_t b, int64_t j) -> double& {
-    return values.aligned[values.offset + b * values.strides[0] + j * values.strides[1]];
-  };
   auto slice = maia_kernel::programSlice(grid, w.sizes[0]);
   for (int64_t b = slice.begin; b < slice.end; ++b) {
-    if (!allFinite(w, b)) {
-      for (int64_t j = 0; j < n; ++j) value(b, j) = NAN;
-      at1(info, b) = -4;
-      continue;
+    double* row = values.aligned + values.offset + b * values.strides[0];
+    if (allFinite(w, b)) {
+      compute(w, b, row);
+      at1(info, b) = 0;
+    } else {
+      std::fill(row, row + values.sizes[1], NAN);
+      at1(info, b) = failure_info;
     }
+  }
+}
+
+// args: work (B, m, n; m >= n, destroyed), values (B, n; descending), info (B).
+inline void svdValues(void* const* args, const maia_grid_t* grid) {
+  forEachFiniteMatrix(args, grid, -4, [](const MemRef<double, 3>& w, int64_t b, double* value) {
+    const int64_t m = w.sizes[1], n = w.sizes[2];
     for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
       bool rotated = false;
       for (int64_t p = 0; p < n; ++p) {
@@ -78,29 +89,16 @@ inline void svdValues(void* const* args, const maia_grid_t* grid) {
     for (int64_t j = 0; j < n; ++j) {
       double norm = 0;
       for (int64_t i = 0; i < m; ++i) norm = std::hypot(norm, at3(w, b, i, j));
-      value(b, j) = norm;
+      value[j] = norm;
     }
-    std::sort(&value(b, 0), &value(b, 0) + n, std::greater<double>());
-    at1(info, b) = 0;
-  }
+    std::sort(value, value + n, std::greater<double>());
+  });
 }
 
 // args: work (B, n, n; symmetric, destroyed), values (B, n; ascending), info (B).
 inline void symmetricEigenvalues(void* const* args, const maia_grid_t* grid) {
-  const auto& w = memref<double, 3>(args, 0);
-  const auto& values = memref<double, 2>(args, 1);
-  const auto& info = memref<int32_t, 1>(args, 2);
-  const int64_t n = w.sizes[1];
-  auto value = [&](int64_t b, int64_t j) -> double& {
-    return values.aligned[values.offset + b * values.strides[0] + j * values.strides[1]];
-  };
-  auto slice = maia_kernel::programSlice(grid, w.sizes[0]);
-  for (int64_t b = slice.begin; b < slice.end; ++b) {
-    if (!allFinite(w, b)) {
-      for (int64_t j = 0; j < n; ++j) value(b, j) = NAN;
-      at1(info, b) = 1;
-      continue;
-    }
+  forEachFiniteMatrix(args, grid, 1, [](const MemRef<double, 3>& w, int64_t b, double* value) {
+    const int64_t n = w.sizes[1];
     for (int sweep = 0; sweep < kMaxSweeps; ++sweep) {
       double off = 0, diagonal = 0;
       for (int64_t p = 0; p < n; ++p) {
@@ -129,10 +127,9 @@ inline void symmetricEigenvalues(void* const* args, const maia_grid_t* grid) {
         }
       }
     }
-    for (int64_t j = 0; j < n; ++j) value(b, j) = at3(w, b, j, j);
-    std::sort(&value(b, 0), &value(b, 0) + n);
-    at1(info, b) = 0;
-  }
+    for (int64_t j = 0; j < n; ++j) value[j] = at3(w, b, j, j);
+    std::sort(value, value + n);
+  });
 }
 
 }  // namespace maia_nn

@@ -38,6 +38,17 @@ C cubicNear(C x, C a) { return ((a + C(2)) * x - (a + C(3))) * x * x + C(1); }
 template <typename C>
 C cubicFar(C x, C a) { return ((a * x - C(5) * a) * x + C(8) * a) * x - C(4) * a; }
 
+/// get_cubic_upsample_coefficients: the four tap weights (A = -0.75) at
+/// fraction t (bicubic upsampling and grid_sample share them).
+template <typename C>
+void cubicCoefficients(C t, C (&w)[4]) {
+  const C a = C(-0.75);
+  w[0] = cubicFar(t + C(1), a);
+  w[1] = cubicNear(t, a);
+  w[2] = cubicNear(C(1) - t, a);
+  w[3] = cubicFar(C(1) - t + C(1), a);
+}
+
 /// area_pixel_compute_source_index with cubic = true, guard_index_and_lambda
 /// and get_cubic_upsample_coefficients for output o of `out` from `in`.
 template <typename W, typename C>
@@ -46,9 +57,8 @@ CubicTaps<W> cubicTaps(C scale, int64_t o, int64_t in, bool align_corners) {
                                : scale * (static_cast<C>(o) + C(0.5)) - C(0.5);
   const int64_t base = std::min(static_cast<int64_t>(floorf(static_cast<float>(real))), in - 1);
   const C t = std::min(std::max(real - static_cast<C>(base), C(0)), C(1));
-  const C a = C(-0.75);
-  const C w[4] = {cubicFar(t + C(1), a), cubicNear(t, a), cubicNear(C(1) - t, a),
-                  cubicFar(C(1) - t + C(1), a)};
+  C w[4];
+  cubicCoefficients(t, w);
   CubicTaps<W> taps;
   for (int k = 0; k < 4; ++k) {
     taps.index[k] = std::clamp<int64_t>(base - 1 + k, 0, in - 1);

@@ -34,12 +34,15 @@ using OptionalTensor = const std::optional<Tensor>&;
 
 constexpr int64_t kSum = 0, kMean = 1, kMax = 2;
 
+/// Whether an optional tensor argument was passed (and is defined).
+bool given(OptionalTensor t) { return t.has_value() && t->defined(); }
+
 Tensor asLongVector(const Tensor& t) { return t.reshape({-1}).to(at::kLong).contiguous(); }
 
 /// The sample weights as a kernel argument: the tensor, or a one-element
 /// dummy the kernel does not read.
 Tensor weightsOrDummy(OptionalTensor per_sample_weights, const Tensor& like) {
-  if (per_sample_weights.has_value() && per_sample_weights->defined())
+  if (given(per_sample_weights))
     return per_sample_weights->contiguous();
   return at::empty({1}, like.options());
 }
@@ -57,7 +60,7 @@ void checkArguments(const Tensor& weight, const Tensor& indices, const Tensor& o
   TORCH_CHECK(weight.dim() == 2, "embedding_bag: weight has to be a 2D Tensor, but got ",
               weight.dim(), "D");
   TORCH_CHECK(mode >= kSum && mode <= kMax, "embedding_bag: unknown mode ", mode);
-  if (per_sample_weights.has_value() && per_sample_weights->defined()) {
+  if (given(per_sample_weights)) {
     TORCH_CHECK(mode == kSum, "embedding_bag: per_sample_weights only supported with mode='sum'");
     TORCH_CHECK(per_sample_weights->scalar_type() == weight.scalar_type(),
                 "embedding_bag: expected per_sample_weights to have the dtype of weight (",
@@ -101,7 +104,7 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> embeddingBag(
               memrefOf(contiguous_weight), memrefOf(indices), memrefOf(offsets),
               memrefOf(weightsOrDummy(per_sample_weights, weight)), intArg(mode),
               intArg(padding_idx),
-              intArg(per_sample_weights.has_value() && per_sample_weights->defined())},
+              intArg(given(per_sample_weights))},
              programsFor(bags, (count + bags) * width), weight.device());
   }
   const bool fast_sum = mode == kSum && padding_idx < 0 && weight.scalar_type() != at::kDouble;
@@ -132,7 +135,7 @@ Tensor embeddingBagDenseBackward(const Tensor& grad, const Tensor& indices_in,
     // Counting index frequencies has no device kernel yet (as embedding's).
     noteHostFallback("aten::_embedding_bag_dense_backward");
     std::optional<Tensor> weights_cpu;
-    if (per_sample_weights.has_value() && per_sample_weights->defined())
+    if (given(per_sample_weights))
       weights_cpu = per_sample_weights->cpu();
     return at::_embedding_bag_dense_backward(grad.cpu(), indices_in.cpu(), offset2bag_in.cpu(),
                                              bag_size_in.cpu(), max_indices_in.cpu(),
@@ -157,7 +160,7 @@ Tensor embeddingBagDenseBackward(const Tensor& grad, const Tensor& indices_in,
             memrefOf(offset2bag), memrefOf(bag_size), memrefOf(max_indices),
             memrefOf(weightsOrDummy(per_sample_weights, grad)), intArg(mode),
             intArg(padding_idx),
-            intArg(per_sample_weights.has_value() && per_sample_weights->defined())},
+            intArg(given(per_sample_weights))},
            programsFor(width, indices.numel() * width + grad_weight.numel()), grad.device());
   return grad_weight;
 }
