@@ -233,3 +233,28 @@ def test_a_dtype_without_a_kernel_is_not_implemented_like_the_cpu(op, dtype):
         op(x)
     with pytest.raises(NotImplementedError, match="not implemented for '.*' on maia"):
         op(x.to("maia"))
+
+
+@pytest.mark.parametrize("dtype", FLOATS, ids=str)
+def test_frexp_splits_like_the_cpu(dtype):
+    # Bit-exact: subnormals normalized, zeros/inf/NaN with exponent 0.
+    x = sample(dtype)
+    x.view(-1)[5:8] = torch.tensor([1e-40, -6e-8, 2.0**20]).to(dtype)
+    with no_host_fallback():
+        for name, view in LAYOUTS.items():
+            mantissa, exponent = torch.frexp(view(x))
+            m, e = torch.frexp(view(x.to("maia")))
+            assert m.dtype == dtype and e.dtype == torch.int32, name
+            assert m.stride() == mantissa.stride() or m.numel() <= 1, name
+            torch.testing.assert_close(m.cpu(), mantissa, equal_nan=True, rtol=0, atol=0)
+            assert torch.equal(e.cpu(), exponent), name
+            m_out = torch.empty(0, dtype=dtype, device="maia")
+            e_out = torch.empty(0, dtype=torch.int32, device="maia")
+            torch.frexp(view(x.to("maia")), out=(m_out, e_out))
+            torch.testing.assert_close(m_out.cpu(), mantissa, equal_nan=True, rtol=0, atol=0)
+            assert torch.equal(e_out.cpu(), exponent), name
+    with pytest.raises(RuntimeError, match="only supports floating-point dtypes"):
+        torch.frexp(torch.arange(3, device="maia"))
+    with pytest.raises(RuntimeError, match="expects exponent to have int dtype"):
+        torch.frexp(x.to("maia"), out=(torch.empty(0, dtype=dtype, device="maia"),
+                                       torch.empty(0, dtype=torch.int64, device="maia")))
