@@ -9,32 +9,11 @@ host fallback anywhere."""
 import pytest
 import torch
 
+from native_check import assert_native_matches
+
 FFT = torch.fft
 REAL = [torch.float32, torch.float64]
 COMPLEX = [torch.complex64, torch.complex128]
-
-
-def strides_of_real_dims(t):
-    return [stride for size, stride in zip(t.shape, t.stride()) if size > 1] if t.numel() else []
-
-
-def on_maia(value):
-    return value.to("maia") if isinstance(value, torch.Tensor) else value
-
-
-def assert_native_matches(fn, *args, **tolerances):
-    expected = fn(*args)
-    torch.maia.reset_fallback_counts()
-    actual = fn(*[on_maia(a) for a in args])
-    assert torch.maia.fallback_counts() == {}
-    expected = expected if isinstance(expected, (tuple, list)) else (expected,)
-    actual = actual if isinstance(actual, (tuple, list)) else (actual,)
-    for mine, cpu in zip(actual, expected):
-        assert mine.device.type == "maia"
-        assert mine.dtype == cpu.dtype and mine.shape == cpu.shape
-        torch.testing.assert_close(mine.cpu(), cpu, **tolerances)
-        assert strides_of_real_dims(mine) == strides_of_real_dims(cpu), (mine.stride(),
-                                                                         cpu.stride())
 
 
 def sample(shape, dtype, seed=0):

@@ -12,34 +12,10 @@ import re
 import pytest
 import torch
 
+from native_check import assert_native_matches
+
 L = torch.linalg
 FLOATS = [torch.float32, torch.float64]
-
-
-def on_maia(value):
-    return value.to("maia") if isinstance(value, torch.Tensor) else value
-
-
-def strides_of_real_dims(t):
-    """t's strides of the dimensions longer than 1 (the others are free)."""
-    return [stride for size, stride in zip(t.shape, t.stride()) if size > 1] if t.numel() else []
-
-
-def assert_native_matches(fn, *args):
-    expected = fn(*args)
-    torch.maia.reset_fallback_counts()
-    actual = fn(*[on_maia(a) for a in args])
-    assert torch.maia.fallback_counts() == {}
-    expected = expected if isinstance(expected, (tuple, list)) else (expected,)
-    actual = actual if isinstance(actual, (tuple, list)) else (actual,)
-    assert len(actual) == len(expected)
-    for mine, cpu in zip(actual, expected):
-        assert mine.dtype == cpu.dtype and mine.shape == cpu.shape
-        torch.testing.assert_close(mine.cpu(), cpu)
-        # The layout too (compiled graphs assert the meta functions' strides):
-        # LAPACK results are batches of column-major matrices.
-        assert strides_of_real_dims(mine) == strides_of_real_dims(cpu), (mine.stride(),
-                                                                         cpu.stride())
 
 
 def matrices(dtype, seed=0):
