@@ -645,6 +645,26 @@ TEST_F(ModuleTest, RealTargetFeatureTheHostLacksIsUnsupportedImage) {
       maiaErrorUnsupportedImage, "requires target feature 'avx512fp16' but the host CPU lacks it");
 }
 
+TEST_F(ModuleTest, KnowsTheFeaturesOfCpuidLeafSevenSubleafOne) {
+  // LLVM reports these from CPUID 7.1 on hosts that have them (amx-fp16 on
+  // a Sapphire Rapids class host); GCC 12's __builtin_cpu_supports does not
+  // know them. Each is either present or clearly missing, never unknown.
+  std::string bytes = readBytes(kernelPath("unsupported_feature_kernels"));
+  const std::string placeholder = R"("amx-fp8-imaginary")";
+  for (std::string name : {"amx-fp16", "amx-complex", "avxifma", "avxvnniint8", "avxneconvert",
+                           "avxvnniint16", "cmpccxadd", "raoint", "sha512", "sm3", "sm4"}) {
+    std::string quoted = "\"" + name + "\"";
+    quoted.resize(placeholder.size(), ' ');
+    maiaModule_t module = nullptr;
+    const maiaError_t error = loadData(patched(bytes, placeholder, quoted), &module);
+    if (error == maiaSuccess) continue;
+    const std::string message = maiaGetLastErrorMessage();
+    EXPECT_EQ(error, maiaErrorUnsupportedImage) << name;
+    EXPECT_NE(message.find("the host CPU lacks it"), std::string::npos) << message;
+    EXPECT_EQ(message.find("not an x86 feature name"), std::string::npos) << message;
+  }
+}
+
 TEST_F(ModuleTest, LoadsWhenTheHostHasEveryTargetFeature) {
   std::string bytes = readBytes(kernelPath("unsupported_feature_kernels"));
   maiaModule_t module = nullptr;

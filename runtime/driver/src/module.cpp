@@ -30,9 +30,25 @@ bool hasInvpcid() {
   return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ebx & (1u << 10));
 }
 
-bool hasPrefetchi() {
+/// A feature bit of CPUID leaf 7 subleaf 1 (the features newer than
+/// GCC 12's __builtin_cpu_supports), in EAX or EDX.
+enum class Leaf71 { Eax, Edx };
+bool hasLeaf71(Leaf71 reg, int bit) {
   unsigned eax, ebx, ecx, edx;
-  return __get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) && (edx & (1u << 14));
+  if (!__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx)) return false;
+  return ((reg == Leaf71::Eax ? eax : edx) >> bit) & 1u;
+}
+
+bool hasPrefetchi() { return hasLeaf71(Leaf71::Edx, 14); }
+
+/// The AMX extensions need the tile state amx-tile's check covers.
+bool hasAmx(Leaf71 reg, int bit) {
+  return __builtin_cpu_supports("amx-tile") && hasLeaf71(reg, bit);
+}
+
+/// The VEX-encoded AVX extensions need the AVX state avx's check covers.
+bool hasAvxExtension(Leaf71 reg, int bit) {
+  return __builtin_cpu_supports("avx2") && hasLeaf71(reg, bit);
 }
 
 /// AVX10.1 at a vector width: CPUID 7.1 EDX[19] announces AVX10, leaf 0x24
@@ -105,6 +121,14 @@ const std::unordered_map<std::string_view, bool>& hostFeatures() {
         {"fsgsbase", hasFsgsbase()}, {"invpcid", hasInvpcid()},
         {"prefetchi", hasPrefetchi()}, {"avx10.1-256", hasAvx10_1(256)},
         {"avx10.1-512", hasAvx10_1(512)},
+        {"sha512", hasAvxExtension(Leaf71::Eax, 0)}, {"sm3", hasAvxExtension(Leaf71::Eax, 1)},
+        {"sm4", hasAvxExtension(Leaf71::Eax, 2)}, {"raoint", hasLeaf71(Leaf71::Eax, 3)},
+        {"cmpccxadd", hasLeaf71(Leaf71::Eax, 7)}, {"amx-fp16", hasAmx(Leaf71::Eax, 21)},
+        {"avxifma", hasAvxExtension(Leaf71::Eax, 23)},
+        {"avxvnniint8", hasAvxExtension(Leaf71::Edx, 4)},
+        {"avxneconvert", hasAvxExtension(Leaf71::Edx, 5)},
+        {"amx-complex", hasAmx(Leaf71::Edx, 8)},
+        {"avxvnniint16", hasAvxExtension(Leaf71::Edx, 10)},
     };
   }();
 #undef MAIA_FEATURE
