@@ -1,12 +1,13 @@
 """Dense linear algebra on the device (runtime/kernels/nn/linalg.h,
 ops/Linalg*.cpp) against the CPU's LAPACK: LU factor/solve/unpack, solve,
 inverse, det, slogdet, Cholesky and its solve/inverse, triangular solves,
-and the composites built on them; batches, broadcasting, rectangular LU,
+the matrix exponential, and the composites built on them; batches, broadcasting, rectangular LU,
 left/right and adjoint solves; the LU and pivots outputs themselves; the
 CPU's errors for singular and non-positive-definite inputs and for
 float16; out= tensors of any strides; complex inputs on the counted host
 fallback."""
 
+import math
 import re
 
 import pytest
@@ -214,3 +215,66 @@ def test_non_finite_input_raises_the_cpus_error():
             fn(a)
         with pytest.raises(torch.linalg.LinAlgError, match=re.escape(str(cpu.value))):
             fn(a.to("maia"))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_matrix_exp_from_device_products(dtype):
+    g = torch.Generator().manual_seed(5)
+    eps = torch.finfo(dtype).eps
+    for scale in (1e-9, 1e-3, 0.3, 1.0, 4.0, 30.0):  # no squaring to several squarings
+        a = torch.randn(3, 5, 5, generator=g, dtype=dtype) * scale
+        a[1] /= 8  # matrices of one batch needing different squaring counts
+        torch.maia.reset_fallback_counts()
+        mine = L.matrix_exp(a.to("maia")).cpu()
+        assert torch.maia.fallback_counts() == {}
+        cpu = L.matrix_exp(a)
+        # Within the CPU's own error (against float64, or against itself in
+        # float64), relative to each matrix's largest entry; rounding errors
+        # double with each squaring of the scaled exponential.
+        exact = L.matrix_exp(a.double()) if dtype == torch.float32 else cpu
+        size = exact.abs().amax((-2, -1), keepdim=True)
+        error = lambda x: ((x.double() - exact) / size).abs().max().item()
+        bound = 3.01 if dtype == torch.float32 else 1.09
+        squarings = max(0, math.ceil(math.log2(a.abs().sum(-2).amax().item() / bound)))
+        assert error(mine) <= 4 * max(error(cpu), 2**squarings * 8 * eps), (scale, error(mine),
+                                                                            error(cpu))
+    assert_native_matches(L.matrix_exp, torch.randn(2, 1, 1, generator=g, dtype=dtype))
+    assert_native_matches(L.matrix_exp, torch.empty(0, 3, 3, dtype=dtype))
+    nilpotent = torch.triu(torch.ones(4, 4, dtype=dtype), diagonal=1)  # exact: a finite series
+    expected = torch.eye(4, dtype=dtype) + sum(torch.linalg.matrix_power(nilpotent, k) / factorial
+                                               for k, factorial in ((1, 1), (2, 2), (3, 6)))
+    torch.testing.assert_close(L.matrix_exp(nilpotent.to("maia")).cpu(), expected)
+    rotation = torch.tensor([[0.0, -1.0], [1.0, 0.0]], dtype=dtype) * 2.5  # exp = rotation by 2.5
+    c, s = torch.cos(torch.tensor(2.5, dtype=dtype)), torch.sin(torch.tensor(2.5, dtype=dtype))
+    torch.testing.assert_close(L.matrix_exp(rotation.to("maia")).cpu(),
+                               torch.stack([torch.stack([c, -s]), torch.stack([s, c])]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_matrix_exp_of_half_types_rounds_a_float32_result(dtype):
+    # The CPU's bfloat16 result of this matrix is NaN; maia's is the float32
+    # one rounded.
+    a = (torch.randn(4, 5, 5, generator=torch.Generator().manual_seed(6)) * 2).to(dtype)
+    mine = L.matrix_exp(a.to("maia")).cpu()
+    assert mine.dtype == dtype
+    exact = L.matrix_exp(a.double())
+    size = exact.abs().amax((-2, -1), keepdim=True)
+    assert ((mine.double() - exact) / size).abs().max() <= torch.finfo(dtype).eps
+
+
+def test_matrix_exp_gradient_and_errors():
+    a = torch.randn(4, 4, dtype=torch.float64)
+
+    def grad_of(x):
+        x = x.detach().requires_grad_()
+        (L.matrix_exp(x) * torch.arange(16.0, dtype=x.dtype, device=x.device).view(4, 4)
+         ).sum().backward()
+        return x.grad
+
+    assert_native_matches(grad_of, a)
+    for bad, message in ((torch.ones(2, 3), "square"), (torch.ones(2, 2, dtype=torch.long),
+                                                        "floating point or complex")):
+        with pytest.raises(RuntimeError, match=message):
+            L.matrix_exp(bad)
+        with pytest.raises(RuntimeError, match=message):
+            L.matrix_exp(bad.to("maia"))

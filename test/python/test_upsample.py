@@ -1,7 +1,9 @@
 """F.interpolate's nearest, nearest-exact, linear, bilinear, trilinear and
-bicubic modes on maia (upsample_nearest1d/2d/3d, _upsample_nearest_exact1d/2d/3d,
+bicubic modes, and antialiased bilinear and bicubic, on maia
+(upsample_nearest1d/2d/3d, _upsample_nearest_exact1d/2d/3d,
 upsample_linear1d, upsample_bilinear2d, upsample_trilinear3d,
-upsample_bicubic2d and their backwards) against the CPU: up- and
+upsample_bicubic2d, _upsample_bilinear2d_aa, _upsample_bicubic2d_aa and
+their backwards) against the CPU: up- and
 downsampling, sizes and scale factors (recomputed or not), align_corners
 both ways, channels-last and sliced inputs, every float dtype and uint8;
 and that none of it reaches the host fallback (except uint8 bilinear, which
@@ -24,7 +26,8 @@ FLOATS = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
 UPSAMPLE_OPS = ("upsample_nearest1d", "upsample_nearest2d", "upsample_nearest3d",
                 "_upsample_nearest_exact1d", "_upsample_nearest_exact2d",
                 "_upsample_nearest_exact3d", "upsample_linear1d", "upsample_bilinear2d",
-                "upsample_trilinear3d", "upsample_bicubic2d")
+                "upsample_trilinear3d", "upsample_bicubic2d", "_upsample_bilinear2d_aa",
+                "_upsample_bicubic2d_aa")
 
 
 @pytest.fixture(autouse=True)
@@ -214,3 +217,42 @@ def test_infinities_and_nan_propagate_as_on_the_cpu(shape, size):
     expected = op(grad, sizes, list(shape), False)
     actual = op(grad.to("maia"), sizes, list(shape), False)
     torch.testing.assert_close(actual.cpu(), expected, equal_nan=True)
+
+
+ANTIALIAS_CASES = [  # input shape, interpolate keywords
+    ((2, 3, 17, 13), dict(size=(5, 7))),  # downsampling: windows wider than the filter
+    ((1, 2, 8, 9), dict(size=(16, 20))),  # upsampling
+    ((1, 2, 8, 9), dict(size=(3, 20))),  # down in one dimension, up in the other
+    ((1, 3, 6, 9), dict(size=(6, 4))),  # one dimension unchanged: not resampled
+    ((2, 2, 30, 31), dict(scale_factor=(0.3, 0.45))),
+    ((1, 1, 7, 5), dict(size=(7, 5))),  # nothing resampled: a copy
+]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "bicubic"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64], ids=str)
+@pytest.mark.parametrize("case", ANTIALIAS_CASES, ids=str)
+def test_antialias_forward_and_backward(mode, dtype, case):
+    shape, kwargs = case
+    x = torch.randn(shape, dtype=dtype)
+    for align in (False, True):
+        fn = lambda t: F.interpolate(t, mode=mode, antialias=True, align_corners=align, **kwargs)
+        torch.maia.reset_fallback_counts()
+        for kind in ("contiguous", "channels_last", "sliced"):
+            source = layout(x, kind)
+            expected, actual = fn(source), fn(source.to("maia"))
+            torch.testing.assert_close(actual.cpu(), expected)
+            assert actual.stride() == expected.stride()
+        check_backward(fn, x)
+        check_backward(fn, layout(x, "channels_last"))
+        assert torch.maia.fallback_counts() == {}
+
+
+def test_antialias_gradcheck_and_errors():
+    x = torch.randn(1, 2, 7, 6, dtype=torch.float64, device="maia", requires_grad=True)
+    torch.autograd.gradcheck(lambda t: F.interpolate(t, size=(3, 4), mode="bicubic",
+                                                     antialias=True), (x,))
+    for dtype in (torch.float16, torch.bfloat16):
+        with pytest.raises(RuntimeError, match="compute_index_ranges_weights.* not implemented"):
+            F.interpolate(torch.ones(1, 1, 4, 4, dtype=dtype, device="maia"), size=2,
+                          mode="bilinear", antialias=True)

@@ -4,13 +4,14 @@
 // given negative strides (the offset moved to their last element); roll
 // passes per-dimension shifts. Pure copies of the storage type, so every
 // result is bit for bit an input element. Templated over the storage type,
-// instantiated for every dtype by gen_nn_kernels.py.
+// instantiated for every dtype, complex ones included, by gen_nn_kernels.py.
 //
 // Each program owns a contiguous block of the output's elements (row-major)
 // and copies it one innermost run at a time, split where the shift wraps.
 #pragma once
 
 #include <algorithm>
+#include <complex>
 #include <cstdint>
 
 #include <maia/kernel_abi.h>

@@ -6,7 +6,7 @@ Usage: gen_reduce_kernels.py OUT_DIR ISA   (ISA: the -march level, e.g. x86-64-v
 Writes OUT_DIR/{reduce,metadata}.gen.cpp. The kernel names are the contract
 with runtime/torch/csrc/ops/Reduction.cpp (see reduce.h for the loops):
     sum_<dt>, prod_<dt>, mean_<dt>, amax_<dt>, amin_<dt>, any_<dt>, all_<dt>,
-    norm_<dt>                     (out [outer, inner], in [outer, n, inner])
+    norm_<dt>, xor_sum_i64        (out [outer, inner], in [outer, n, inner])
     argmax_<dt>, argmin_<dt>      (values, int64 indices, in)
     moments_<dt>                  (var or std, mean, in, correction, take_sqrt)
     cumsum_<dt>, cumprod_<dt>     (out [outer, n, inner], in)
@@ -57,6 +57,8 @@ def main(out_dir, isa):
         for op, is_any in (("any", "true"), ("all", "false")):
             add(f"{op}_{name}", [memref(out_m, 2), memref(meta, 3)],
                 f"reduce<{t}, {out_t}>(args, grid, AnyAllOp<{is_any}>{{}});")
+        if name == "i64":
+            add("xor_sum_i64", io, "reduce<int64_t, int64_t>(args, grid, XorSumOp{});")
     for name, t, meta, kind in NUMERIC:
         for op, functor in (("cumsum", "ScanSum"), ("cumprod", "ScanProd")):
             add(f"{op}_{name}", [memref(meta, 3), memref(meta, 3)],

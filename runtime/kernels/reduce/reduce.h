@@ -75,6 +75,15 @@ struct ProdOp {
   Acc combine(Acc a, Acc b) const { return a * b; }
   Acc finish(Acc a, int64_t) const { return a; }
 };
+/// Exclusive or of the 64-bit patterns (hash_tensor's mode 0): the host
+/// passes int64 elements (floats as their float64 bits).
+struct XorSumOp {
+  using Acc = int64_t;
+  Acc init() const { return 0; }
+  Acc step(Acc a, int64_t x) const { return a ^ x; }
+  Acc combine(Acc a, Acc b) const { return a ^ b; }
+  Acc finish(Acc a, int64_t) const { return a; }
+};
 /// max/min with NaN propagation (a NaN, once seen, stays).
 template <typename C, bool IsMax>
 struct ExtremeOp {

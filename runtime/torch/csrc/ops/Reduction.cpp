@@ -1,6 +1,6 @@
 // Reductions on maia: sum, mean, prod, amax/amin, max/min (values and
 // indices), argmax/argmin, var/std (and var_mean/std_mean), vector norms,
-// any/all, cumsum, cumprod, logcumsumexp, cummax and cummin, computed by the reduce kernel binary on the current
+// any/all, hash_tensor, cumsum, cumprod, logcumsumexp, cummax and cummin, computed by the reduce kernel binary on the current
 // stream (runtime/kernels/reduce).
 //
 // The input is viewed as [outer, n, inner] with the reduced dimensions in the
@@ -12,6 +12,7 @@
 #include <ATen/WrapDimUtils.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/eq.h>
+#include <ATen/ops/hash_tensor_meta.h>
 #include <ATen/ops/where.h>
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
@@ -29,6 +30,7 @@
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
 #include "ops/OpUtils.h"
+#include "ops/Structured.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -154,7 +156,8 @@ void launch(const char* op, c10::ScalarType dtype, c10::ArrayRef<maiaKernelArg> 
 /// whose partials are stored exactly (accumulator = storage type).
 bool splitsLine(const char* op, c10::ScalarType dtype, const Plan& p) {
   const std::string_view name(op);
-  const bool associative = name == "sum" || name == "prod" || name == "amax" || name == "amin";
+  const bool associative = name == "sum" || name == "prod" || name == "amax" || name == "amin" ||
+                           name == "xor_sum";
   const bool exact = dtype == c10::ScalarType::Float || dtype == c10::ScalarType::Double ||
                      dtype == c10::ScalarType::Long;
   return associative && exact && p.outer * p.inner == 1 && splitsOneLine(p.n);
@@ -381,6 +384,19 @@ void scanWithIndex(const char* kernel, const Tensor& self, Tensor& values, Tenso
 
 std::vector<int64_t> oneDim(int64_t dim) { return {dim}; }
 
+/// hash_tensor, mode 0: the exclusive or of the elements' 64-bit patterns,
+/// floats widened to float64 and integers to int64 first (as the CPU's
+/// xor_sum reads them), into out (uint64, shaped by ATen's meta function).
+void hashTensorInto(const Tensor& self, IntList dims, bool keepdim, Tensor& out) {
+  TORCH_CHECK(!self.is_complex(), "\"xor_sum_cpu\" not implemented for '",
+              self.scalar_type(), "'");
+  const Tensor bits = at::isFloatingType(self.scalar_type())
+                          ? self.to(c10::ScalarType::Double).view(c10::ScalarType::Long)
+                          : self.to(c10::ScalarType::Long);
+  const Tensor hashed = reduceAs("xor_sum", bits, dims, keepdim, c10::ScalarType::Long);
+  out.view(c10::ScalarType::Long).copy_(hashed.view(out.sizes()));
+}
+
 // ---------------------------------------------------------------- registration
 
 /// NAME, NAME.out and NAME_ of a scan.
@@ -581,6 +597,19 @@ MAIA_NATIVE_KERNELS(m) {
   });
   m.impl("_cummin_helper", [](const Tensor& self, Tensor& values, Tensor& indices, int64_t dim) {
     scanWithIndex("cummin", self, values, indices, dim);
+  });
+  m.impl("hash_tensor", [](const Tensor& self, IntList dim, bool keepdim, int64_t mode) {
+    Structured<at::meta::structured_hash_tensor, 1> op;
+    op.meta(self, dim, keepdim, mode);
+    hashTensorInto(self, dim, keepdim, op.outputs[0]);
+    return op.outputs[0];
+  });
+  m.impl("hash_tensor.out", [](const Tensor& self, IntList dim, bool keepdim, int64_t mode,
+                               Tensor& out) -> Tensor& {
+    Structured<at::meta::structured_hash_tensor, 1> op({&out});
+    op.meta(self, dim, keepdim, mode);
+    hashTensorInto(self, dim, keepdim, out);
+    return out;
   });
   // The legacy norm (dist, triplet losses): linalg_vector_norm, p = 2 by default.
   m.impl("norm.out", [](const Tensor& self, const std::optional<at::Scalar>& p, IntList dim,
