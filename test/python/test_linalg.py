@@ -1,11 +1,13 @@
 """Dense linear algebra on the device (runtime/kernels/nn/linalg.h,
-ops/Linalg*.cpp) against the CPU's LAPACK: LU factor/solve/unpack, solve,
-inverse, det, slogdet, Cholesky and its solve/inverse, triangular solves,
-the matrix exponential, and the composites built on them; batches, broadcasting, rectangular LU,
+linalg_spectral.h, ops/Linalg*.cpp) against the CPU's LAPACK: LU
+factor/solve/unpack, solve, inverse, det, slogdet, Cholesky and its
+solve/inverse, triangular solves, QR, the SVD and the symmetric
+eigendecomposition (vectors up to sign), the matrix exponential, and the
+composites built on them; batches, broadcasting, rectangular LU,
 left/right and adjoint solves; the LU and pivots outputs themselves; the
 CPU's errors for singular and non-positive-definite inputs and for
-float16; out= tensors of any strides; complex inputs on the counted host
-fallback."""
+float16; out= tensors of any strides; complex inputs and general eig on
+the counted host fallback."""
 
 import math
 import re
@@ -193,18 +195,65 @@ def test_singular_values_and_symmetric_eigenvalues(dtype):
     assert_native_matches(L.svdvals, torch.zeros(3, 4, dtype=dtype))
 
 
-def test_singular_and_eigen_vectors_take_the_counted_host_fallback():
-    a = torch.randn(4, 3, dtype=torch.float64)
+def assert_orthonormal_columns(q):
+    eye = torch.eye(q.shape[-1], dtype=q.dtype)
+    torch.testing.assert_close(q.mT @ q, eye.expand(q.mT.shape[:-2] + eye.shape))
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_singular_vectors_on_the_device(dtype):
+    # Jacobi's vectors: a valid SVD, equal to LAPACK's up to signs (and the
+    # basis beyond the rank), as CUDA's are; compared as op_db does.
+    g = torch.Generator().manual_seed(7)
+    rank_two = torch.randn(6, 2, generator=g, dtype=dtype) @ torch.randn(2, 4, generator=g,
+                                                                         dtype=dtype)
+    cases = [torch.randn(shape, generator=g, dtype=dtype)
+             for shape in [(5, 3), (3, 5), (4, 4), (2, 6, 4), (1, 1), (0, 3), (3, 0)]]
+    for a in cases + [rank_two, torch.zeros(3, 2, dtype=dtype)]:
+        for full in (True, False):
+            torch.maia.reset_fallback_counts()
+            u, s, vh = (t.cpu() for t in L.svd(a.to("maia"), full_matrices=full))
+            assert torch.maia.fallback_counts() == {}
+            cu, cs, cvh = L.svd(a, full_matrices=full)
+            assert (u.shape, s.shape, vh.shape) == (cu.shape, cs.shape, cvh.shape)
+            torch.testing.assert_close(s, cs)
+            assert_orthonormal_columns(u)
+            assert_orthonormal_columns(vh.mT)
+            k = s.shape[-1]
+            torch.testing.assert_close((u[..., :k] * s.unsqueeze(-2)) @ vh[..., :k, :], a)
+            if a is not rank_two and a.abs().sum() > 0:  # distinct values: unique up to sign
+                torch.testing.assert_close(u[..., :k].abs(), cu[..., :k].abs())
+                torch.testing.assert_close(vh[..., :k, :].abs(), cvh[..., :k, :].abs())
+    assert_native_matches(L.pinv, rank_two, atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_symmetric_eigenvectors_on_the_device(dtype):
+    g = torch.Generator().manual_seed(8)
+    a = torch.randn(3, 5, 5, generator=g, dtype=dtype)
+    for uplo in ("L", "U"):
+        torch.maia.reset_fallback_counts()
+        values, vectors = (t.cpu() for t in L.eigh(a.to("maia"), UPLO=uplo))
+        assert torch.maia.fallback_counts() == {}
+        cpu_values, cpu_vectors = L.eigh(a, UPLO=uplo)
+        torch.testing.assert_close(values, cpu_values)
+        torch.testing.assert_close(vectors.abs(), cpu_vectors.abs())
+        assert_orthonormal_columns(vectors)
+        triangle = a.tril() if uplo == "L" else a.triu()
+        symmetric = triangle + triangle.mT - torch.diag_embed(a.diagonal(0, -2, -1))
+        torch.testing.assert_close(symmetric @ vectors, vectors * values.unsqueeze(-2))
+    # A repeated eigenvalue: any basis of its space, still orthonormal.
+    values, vectors = (t.cpu() for t in L.eigh(torch.eye(4, dtype=dtype).to("maia") * 3))
+    torch.testing.assert_close(values, torch.full((4,), 3.0, dtype=dtype))
+    assert_orthonormal_columns(vectors)
+
+
+def test_general_eigenvectors_take_the_counted_host_fallback():
+    a = torch.randn(4, 4, dtype=torch.float64)
     torch.maia.reset_fallback_counts()
-    for mine, cpu in zip(L.svd(a.to("maia")), L.svd(a)):
+    for mine, cpu in zip(L.eig(a.to("maia")), L.eig(a)):
         torch.testing.assert_close(mine.cpu(), cpu)
-    assert torch.maia.fallback_counts() == {"aten::_linalg_svd": 1}
-    torch.maia.reset_fallback_counts()
-    s = a[:3] + a[:3].mT
-    for mine, cpu in zip(L.eigh(s.to("maia")), L.eigh(s)):
-        torch.testing.assert_close(mine.cpu(), cpu)
-    assert torch.maia.fallback_counts() == {"aten::_linalg_eigh": 1}
-    torch.maia.reset_fallback_counts()
+    assert torch.maia.fallback_counts() == {"aten::linalg_eig": 1}
 
 
 def test_non_finite_input_raises_the_cpus_error():

@@ -19,6 +19,9 @@ verdict:
             device-vs-CPU comparison (TestCommon.test_compare_cpu) for this
             op and dtype: random ops, empty, ... (the reason is recorded)
 A sample the CPU refuses must be refused on maia too (else: wrong).
+Decompositions whose vectors are defined up to sign (svd, eigh, ...) are
+compared, as PyTorch's own device-vs-CPU test compares them, through the
+sample's output_process_fn_grad (|U|, U @ Vh, the values).
 Tolerances: op_db's own toleranceOverride for test_compare_cpu where it has
 one for the dtype; otherwise assert_close's defaults, and for
 float16/bfloat16 those of test/python/opinfo_support.py (PyTorch's
@@ -216,7 +219,8 @@ def judge(op, dtype, mode) -> dict:
             torch.testing.assert_close(_to_cpu(actual), expected, equal_nan=True,
                                        check_device=False, **tolerances)
         except AssertionError as error:
-            excuse = _excuse(op, sample, expected, _to_cpu(actual))
+            excuse = (_equal_up_to_gauge(sample, expected, _to_cpu(actual), tolerances)
+                      or _excuse(op, sample, expected, _to_cpu(actual)))
             if excuse:
                 notes.add(excuse)
                 continue
@@ -238,6 +242,20 @@ def _flat_tensors(value):
     from torch.utils._pytree import tree_leaves
 
     return [x for x in tree_leaves(value) if isinstance(x, torch.Tensor)]
+
+
+def _equal_up_to_gauge(sample, expected, actual, tolerances) -> str | None:
+    """Whether both results agree once op_db's output_process_fn_grad has
+    taken what a decomposition leaves free (the signs of singular vectors
+    and eigenvectors: |U|, U @ Vh): how PyTorch's own device-vs-CPU test
+    (TestCommon.test_compare_cpu) compares them."""
+    process = sample.output_process_fn_grad
+    try:
+        torch.testing.assert_close(process(actual), process(expected), equal_nan=True,
+                                   check_device=False, **tolerances)
+    except Exception:
+        return None
+    return "equal up to the vectors' signs, as op_db's output_process_fn_grad compares them"
 
 
 def _excuse(op, sample, expected, actual) -> str | None:

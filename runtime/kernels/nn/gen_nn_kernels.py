@@ -176,6 +176,11 @@ KERNELS = [
     # linalg_spectral.h (double workspaces): work, values, info
     ("svd_values", F64, [m("f64", 3), m("f64", 2), m("i32", 1)], "svdValues"),
     ("eigh_values", F64, [m("f64", 3), m("f64", 2), m("i32", 1)], "symmetricEigenvalues"),
+    # ... with vectors: work, values, info, then u, v (svd) or vectors (eigh)
+    ("svd_vectors", F64, [m("f64", 3), m("f64", 2), m("i32", 1), m("f64", 3), m("f64", 3)],
+     "svdVectors"),
+    ("eigh_vectors", F64, [m("f64", 3), m("f64", 2), m("i32", 1), m("f64", 3)],
+     "symmetricEigenvectors"),
     # fft.h: complex memrefs are view_as_real's (a trailing 2). c2c: out,
     # in (may alias), forward, scale; r2c: out, in (real), scale; c2r: out
     # (real), in, scale.

@@ -1,19 +1,20 @@
-// Singular values and symmetric eigenvalues on maia (float32/float64):
-// _linalg_svd without U/V and _linalg_eigh without eigenvectors, by the
+// The SVD and the symmetric eigendecomposition on maia (float32/float64):
+// _linalg_svd and _linalg_eigh, values alone or with vectors, by the
 // Jacobi kernels of runtime/kernels/nn/linalg_spectral.h in a double
-// workspace; with vectors (LAPACK's sign choices) on the counted host
-// fallback. A non-finite input gives LAPACK's info, so ATen's
+// workspace. Values agree with the CPU's LAPACK to rounding; vectors are a
+// valid decomposition whose signs (and basis of a repeated value's space,
+// and of U's columns beyond the rank) are Jacobi's, as CUDA's differ from
+// the CPU's. A non-finite input gives LAPACK's info, so ATen's
 // _linalg_check_errors raises the CPU's messages.
 #include <ATen/ops/_linalg_check_errors.h>
-#include <ATen/ops/_linalg_eigh.h>
 #include <ATen/ops/_linalg_eigh_meta.h>
-#include <ATen/ops/_linalg_svd.h>
 #include <ATen/ops/_linalg_svd_meta.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/zeros.h>
 
-#include "ops/Fallback.h"
 #include <torch/library.h>
+
+#include <vector>
 
 #include "ops/HostRouting.h"
 #include "ops/LinalgSupport.h"
@@ -26,65 +27,78 @@ using at::Tensor;
 using namespace linalg;
 namespace meta = at::meta;
 
-/// Copies src into the given outputs (resized as the meta function did).
-template <size_t N>
-void copyInto(std::array<Tensor, N>& outputs, const std::array<Tensor, N>& src) {
-  for (size_t i = 0; i < N; ++i) outputs[i].copy_(src[i]);
-}
-
 /// values (batch..., k) of the double workspace `work` (batch..., rows,
-/// cols) by `kernel`, checked with ATen's errors for `api`.
-void spectralValues(const char* kernel, const char* api, const Tensor& work,
-                    const Tensor& values, int64_t matrix_dims) {
+/// cols) by `kernel`, and the kernel's `vectors` outputs (double, batch
+/// flattened like work), checked with ATen's errors for `api`.
+void spectral(const char* kernel, const char* api, const Tensor& work, const Tensor& values,
+              int64_t matrix_dims, std::vector<Tensor> vectors = {}) {
   const Tensor flat_work = flatBatchView(work, 2);
   Tensor flat_values = at::empty({flat_work.size(0), values.size(-1)},
                                  work.options().dtype(at::kDouble));
   Tensor info = at::zeros({flat_work.size(0)}, work.options().dtype(at::kInt));
-  if (flat_values.numel() > 0)
-    launchLinalg(kernel, work, flat_work.size(0),
-                 flat_work.numel() * flat_work.size(2) * 20,
-                 {memrefOf(flat_work), memrefOf(flat_values), memrefOf(info)});
+  std::vector<maiaKernelArg> args{memrefOf(flat_work), memrefOf(flat_values), memrefOf(info)};
+  for (const Tensor& v : vectors) args.push_back(memrefOf(v));
+  if (flat_values.numel() > 0 || !vectors.empty())
+    launchLinalg(kernel, work, flat_work.size(0), flat_work.numel() * flat_work.size(2) * 20,
+                 args);
   values.copy_(flat_values.view(values.sizes()));
   at::_linalg_check_errors(info.view(batchShapeOf(values, 1)), api, matrix_dims == 2);
 }
 
-/// _linalg_svd: singular values on the device (Jacobi); with U and V^H
-/// (LAPACK's signs) on the counted host fallback.
+/// A double tensor of the batch of `like` (batch..., rows, cols) with
+/// matrices rows x cols, batch flattened.
+Tensor flatDoubles(const Tensor& like, int64_t rows, int64_t cols) {
+  int64_t batch = 1;
+  for (int64_t d = 0; d < like.dim() - 2; ++d) batch *= like.size(d);
+  return at::empty({batch, rows, cols}, like.options().dtype(at::kDouble));
+}
+
+/// _linalg_svd by one-sided Jacobi on A, or on A^T when A is wide (then
+/// A^T's left vectors are A's right ones and the other way round).
 std::array<Tensor, 3> linalgSvd(const Tensor& a, bool full_matrices, bool compute_uv,
                                 std::optional<c10::string_view> driver, Given<3> given) {
   Structured<meta::structured__linalg_svd, 3> op(given);
   op.meta(a, full_matrices, compute_uv, driver);
   checkSingleOrDouble("linalg_svd_cpu", a);
-  if (compute_uv) {
-    noteHostFallback("aten::_linalg_svd");
-    auto [u, s, vh] = at::_linalg_svd(a.cpu(), full_matrices, true, driver);
-    copyInto(op.outputs, {u, s, vh});
+  const bool wide = a.size(-2) < a.size(-1);
+  const Tensor work = (wide ? a.mT() : a).to(at::kDouble).contiguous();
+  if (!compute_uv) {
+    spectral("svd_values", "linalg.svd", work, op.outputs[1], a.dim());
     return op.outputs;
   }
-  const Tensor tall = a.size(-2) >= a.size(-1) ? a : a.mT();
-  spectralValues("svd_values", "linalg.svd", tall.to(at::kDouble).contiguous(), op.outputs[1],
-                 a.dim());
+  const int64_t rows = work.size(-2), cols = work.size(-1);
+  Tensor left = flatDoubles(work, rows, full_matrices ? rows : cols);
+  Tensor right = flatDoubles(work, cols, cols);
+  spectral("svd_vectors", "linalg.svd", work, op.outputs[1], a.dim(), {left, right});
+  std::vector<int64_t> batch = batchShapeOf(a, 2);
+  const auto shaped = [&](const Tensor& t) {
+    std::vector<int64_t> shape = batch;
+    shape.push_back(t.size(1));
+    shape.push_back(t.size(2));
+    return t.view(shape);
+  };
+  op.outputs[0].copy_(shaped(wide ? right : left));
+  op.outputs[2].copy_(shaped(wide ? left : right).mT());
   return op.outputs;
 }
 
-/// _linalg_eigh: eigenvalues of the UPLO triangle's symmetric matrix on
-/// the device (Jacobi); with eigenvectors on the counted host fallback.
+/// _linalg_eigh of the UPLO triangle's symmetric matrix by cyclic Jacobi.
 std::array<Tensor, 2> linalgEigh(const Tensor& a, c10::string_view uplo, bool compute_v,
                                  Given<2> given) {
   Structured<meta::structured__linalg_eigh, 2> op(given);
   op.meta(a, uplo, compute_v);
   checkSingleOrDouble("linalg_eigh_cpu", a);
-  if (compute_v) {
-    noteHostFallback("aten::_linalg_eigh");
-    auto [values, vectors] = at::_linalg_eigh(a.cpu(), uplo, true);
-    copyInto(op.outputs, {values, vectors});
-    return op.outputs;
-  }
   const bool lower = uplo == "L" || uplo == "l";
   const Tensor triangle = lower ? a.tril() : a.triu();
-  const Tensor symmetric = triangle.add((lower ? a.tril(-1) : a.triu(1)).mT());
-  spectralValues("eigh_values", "linalg.eigh", symmetric.to(at::kDouble).contiguous(),
-                 op.outputs[0], a.dim());
+  const Tensor symmetric =
+      triangle.add((lower ? a.tril(-1) : a.triu(1)).mT()).to(at::kDouble).contiguous();
+  if (!compute_v) {
+    spectral("eigh_values", "linalg.eigh", symmetric, op.outputs[0], a.dim());
+    return op.outputs;
+  }
+  Tensor vectors = flatDoubles(symmetric, a.size(-1), a.size(-1));
+  spectral("eigh_vectors", "linalg.eigh", symmetric, op.outputs[0], a.dim(), {vectors});
+  op.outputs[1].copy_(vectors.view(a.sizes()));
   return op.outputs;
 }
 
