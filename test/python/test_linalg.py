@@ -1,7 +1,7 @@
 """Dense linear algebra on the device (runtime/kernels/nn/linalg.h,
 linalg_spectral.h, ops/Linalg*.cpp) against the CPU's LAPACK: LU
 factor/solve/unpack, solve, inverse, det, slogdet, Cholesky and its
-solve/inverse, triangular solves, QR, the SVD and the symmetric
+solve/inverse, triangular solves, QR, LDL (Bunch-Kaufman), the SVD and the symmetric
 eigendecomposition (vectors up to sign), the matrix exponential, and the
 composites built on them; batches, broadcasting, rectangular LU,
 left/right and adjoint solves; the LU and pivots outputs themselves; the
@@ -246,6 +246,32 @@ def test_symmetric_eigenvectors_on_the_device(dtype):
     values, vectors = (t.cpu() for t in L.eigh(torch.eye(4, dtype=dtype).to("maia") * 3))
     torch.testing.assert_close(values, torch.full((4,), 3.0, dtype=dtype))
     assert_orthonormal_columns(vectors)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_ldl_factor_and_solve_are_the_cpus(dtype):
+    # Bunch-Kaufman as LAPACK's sytf2: the same 1x1/2x2 blocks and pivots.
+    g = torch.Generator().manual_seed(9)
+    for n in (1, 2, 5, 17, 70):
+        a = torch.randn(3, n, n, generator=g, dtype=dtype)
+        a = a + a.mT
+        if n > 1:
+            a[1, 0, 0] = 0  # a zero leading diagonal: a 2x2 block first
+        a[2] *= torch.linspace(1e-3, 1, n, dtype=dtype)  # small pivots, interchanges
+        b = torch.randn(3, n, 2, generator=g, dtype=dtype)
+        tolerance = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {}
+        assert_native_matches(lambda x: L.ldl_factor_ex(x), a, **tolerance)
+        ld, pivots, _ = L.ldl_factor_ex(a)
+        assert_native_matches(lambda f, p, r: L.ldl_solve(f, p, r), ld, pivots, b, **tolerance)
+        assert_native_matches(lambda f, p, r: L.ldl_solve(f, p, r), ld[0], pivots[0], b,
+                              **tolerance)  # factors broadcast over the right-hand sides
+    singular = torch.zeros(2, 3, 3, dtype=dtype)
+    singular[1] = torch.eye(3, dtype=dtype)
+    assert_native_matches(lambda x: L.ldl_factor_ex(x), singular)  # info names the zero block
+    for bad, message in ((torch.ones(2, 3, dtype=dtype), "square"),
+                         (torch.eye(2, dtype=torch.float16), "not implemented for 'Half'")):
+        with pytest.raises(RuntimeError, match=message):
+            L.ldl_factor_ex(bad.to("maia"))
 
 
 def test_general_eigenvectors_take_the_counted_host_fallback():

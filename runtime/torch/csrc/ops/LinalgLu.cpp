@@ -43,15 +43,6 @@ using at::Tensor;
 using namespace linalg;
 namespace meta = at::meta;
 
-/// LU and pivots broadcast to x's batch (materialized only when the
-/// expanded views cannot be flattened).
-std::pair<Tensor, Tensor> factorsFor(const Tensor& lu, const Tensor& pivots, const Tensor& x) {
-  std::vector<int64_t> lu_shape = batchShapeOf(x, 2), pivots_shape = batchShapeOf(x, 2);
-  lu_shape.insert(lu_shape.end(), {lu.size(-2), lu.size(-1)});
-  pivots_shape.push_back(pivots.size(-1));
-  return {flatBatchInput(lu.expand(lu_shape), 2), flatBatchInput(pivots.expand(pivots_shape), 1)};
-}
-
 void luFactorInto(const Tensor& a, bool pivot, bool check_errors, const Tensor& lu,
                   const Tensor& pivots, const Tensor& info) {
   TORCH_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");

@@ -1,7 +1,7 @@
 // What the linalg operator files share (LinalgLu.cpp, LinalgCholesky.cpp,
-// LinalgQr.cpp, LinalgSpectral.cpp): batches flattened into the kernels'
-// rank-3 memrefs, ATen's column-major result layout, the dtype check, out=
-// plumbing and the launch.
+// LinalgQr.cpp, LinalgSpectral.cpp, LinalgLdl.cpp): batches flattened into
+// the kernels' rank-3 memrefs, ATen's column-major result layout, the dtype
+// check, out= plumbing and the launch.
 #pragma once
 
 #include <ATen/TensorUtils.h>
@@ -11,6 +11,7 @@
 #include <array>
 #include <functional>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "WorkSplit.h"
@@ -79,6 +80,17 @@ inline void launchLinalg(const char* kernel, const Tensor& like, int64_t batches
 
 inline std::vector<int64_t> batchShapeOf(const Tensor& t, int64_t trailing) {
   return std::vector<int64_t>(t.sizes().begin(), t.sizes().end() - trailing);
+}
+
+/// Factors (LU or LDL) and pivots broadcast to x's batch, batch-flattened
+/// (materialized only when the expanded views cannot be flattened).
+inline std::pair<Tensor, Tensor> factorsFor(const Tensor& factors, const Tensor& pivots,
+                                            const Tensor& x) {
+  std::vector<int64_t> factors_shape = batchShapeOf(x, 2), pivots_shape = batchShapeOf(x, 2);
+  factors_shape.insert(factors_shape.end(), {factors.size(-2), factors.size(-1)});
+  pivots_shape.push_back(pivots.size(-1));
+  return {flatBatchInput(factors.expand(factors_shape), 2),
+          flatBatchInput(pivots.expand(pivots_shape), 1)};
 }
 
 /// A batch of column-major copies of t (LAPACK's working layout).
