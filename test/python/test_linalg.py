@@ -274,6 +274,67 @@ def test_ldl_factor_and_solve_are_the_cpus(dtype):
             L.ldl_factor_ex(bad.to("maia"))
 
 
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+def test_lstsq_follows_each_drivers_conventions(driver):
+    # Solution, residuals (tall inputs; not gelsy; gelsd/gelss at full
+    # rank), rank (not gels) and singular values (gelsd/gelss) as the CPU
+    # gives them, from the device SVD.
+    g = torch.Generator().manual_seed(10)
+    for dtype in FLOATS:
+        tolerance = {"rtol": 1e-4, "atol": 1e-4} if dtype == torch.float32 else {}
+        for m, n in ((5, 3), (3, 3), (3, 5), (0, 3), (3, 0)):
+            for batch in ((), (2,)):
+                a = torch.randn(*batch, m, n, generator=g, dtype=dtype)
+                for b in (torch.randn(*batch, m, 2, generator=g, dtype=dtype),
+                          torch.randn(*batch, m, generator=g, dtype=dtype)):
+                    assert_native_matches(lambda x, y: tuple(L.lstsq(x, y, driver=driver)), a, b,
+                                          **tolerance)
+    a = torch.randn(1, 5, 3, generator=g, dtype=torch.float64)  # A's batch broadcast over B's
+    b = torch.randn(3, 5, 2, generator=g, dtype=torch.float64)
+    assert_native_matches(lambda x, y: tuple(L.lstsq(x, y, driver=driver)), a, b)
+    if driver != "gels":  # rank-deficient: the minimum-norm solution, the numerical rank
+        low_rank = torch.randn(5, 2, generator=g, dtype=torch.float64) @ torch.randn(
+            2, 3, generator=g, dtype=torch.float64)
+        assert_native_matches(lambda x, y: tuple(L.lstsq(x, y, driver=driver)), low_rank,
+                              b[0])
+    if driver in ("gelsd", "gelss"):  # an explicit rcond on the singular values
+        assert_native_matches(lambda x, y: tuple(L.lstsq(x, y, rcond=0.5, driver=driver)),
+                              low_rank, b[0])
+    with pytest.raises(RuntimeError, match="parameter `driver` should be one of"):
+        L.lstsq(a[0].to("maia"), b[0].to("maia"), driver="qr")
+
+
+def test_linalg_operators_leave_their_inputs_unchanged():
+    # The kernels overwrite a workspace: it must be a copy even when the
+    # input already has the dtype and layout the kernel works in (svd and
+    # svdvals of a contiguous float64 matrix, geqrf of a column-major one
+    # used to overwrite it).
+    calls = [
+        lambda a, spd, b: L.svd(a), lambda a, spd, b: L.svdvals(a),
+        lambda a, spd, b: L.svd(a[:, :3]), lambda a, spd, b: L.eigh(spd),
+        lambda a, spd, b: L.eigvalsh(spd), lambda a, spd, b: torch.geqrf(a),
+        lambda a, spd, b: L.qr(a), lambda a, spd, b: L.lu_factor(a),
+        lambda a, spd, b: L.cholesky(spd), lambda a, spd, b: L.solve(a, b),
+        lambda a, spd, b: L.solve_triangular(spd.triu(), b, upper=True),
+        lambda a, spd, b: torch.cholesky_solve(b, L.cholesky(spd)),
+        lambda a, spd, b: L.ldl_factor(spd), lambda a, spd, b: L.lstsq(a, b),
+        lambda a, spd, b: L.matrix_exp(a), lambda a, spd, b: L.pinv(a),
+        lambda a, spd, b: L.inv(a), lambda a, spd, b: L.det(a),
+    ]
+    g = torch.Generator().manual_seed(11)
+    for dtype in FLOATS:
+        a = torch.randn(4, 4, generator=g, dtype=dtype)
+        inputs = {"a": a, "spd": a @ a.mT + torch.eye(4, dtype=dtype),
+                  "b": torch.randn(4, 2, generator=g, dtype=dtype)}
+        for column_major in (False, True):
+            for call in calls:
+                on_device = {name: (value.mT.contiguous().mT if column_major else value).to("maia")
+                             for name, value in inputs.items()}
+                call(**on_device)
+                for name, value in on_device.items():
+                    assert torch.equal(value.cpu(), inputs[name]), (dtype, column_major, name)
+
+
 def test_general_eigenvectors_take_the_counted_host_fallback():
     a = torch.randn(4, 4, dtype=torch.float64)
     torch.maia.reset_fallback_counts()

@@ -18,7 +18,10 @@ verdict:
   skipped   op_db itself skips or expects a failure of PyTorch's own
             device-vs-CPU comparison (TestCommon.test_compare_cpu) for this
             op and dtype: random ops, empty, ... (the reason is recorded)
-A sample the CPU refuses must be refused on maia too (else: wrong).
+A sample the CPU refuses must be refused on maia too (else: wrong); an
+input the CPU leaves unchanged must stay unchanged on maia, and one it
+updates in place (running statistics, ...) must end with the CPU's values
+(else: wrong).
 Decompositions whose vectors are defined up to sign (svd, eigh, ...) are
 compared, as PyTorch's own device-vs-CPU test compares them, through the
 sample's output_process_fn_grad (|U|, U @ Vh, the values).
@@ -96,6 +99,62 @@ def _call(fn, sample, convert, op_name=None):
     if "device" in kwargs:  # factories (linspace's tensor overload): op_db made them for cpu
         kwargs["device"] = convert.device
     return fn(tree_map(convert, sample.input), *tree_map(args_convert, sample.args), **kwargs)
+
+
+def _recording(convert):
+    """convert, remembering each (original, converted) tensor pair."""
+    def record(x):
+        y = convert(x)
+        if isinstance(x, torch.Tensor):
+            record.pairs.append((x, y))
+        return y
+    record.device = convert.device
+    record.pairs = []
+    return record
+
+
+def _bytes(t):
+    """A copy of t's elements as bytes in row-major order (NaN payloads
+    included)."""
+    t = t.detach().cpu().clone()
+    if t.is_conj():
+        t = t.resolve_conj()
+    return t.contiguous().view(-1).view(torch.uint8) if t.numel() else t.view(-1)
+
+
+def _same_updates(pairs, cpu_before, cpu_after, tolerances) -> bool:
+    """Whether each input the op updated in place holds the CPU's values on
+    maia too. pairs: (pristine input, its maia copy after the op);
+    cpu_before/cpu_after: the same inputs of the CPU's run, in order."""
+    index = {id(t): i for i, t in enumerate(cpu_before)}
+    for pristine, y in pairs:
+        i = index.get(id(pristine))
+        if y is pristine or i is None:
+            continue
+        x = cpu_after[i]
+        if x.dtype != y.dtype or x.shape != y.shape:
+            continue
+        try:
+            torch.testing.assert_close(y.detach().cpu(), x.detach(), equal_nan=True, **tolerances)
+        except AssertionError:
+            return False
+    return True
+
+
+def _cloned(sample):
+    """A copy of sample's tensors (input, args, kwargs), for a second run."""
+    import types
+    from torch.utils._pytree import tree_map
+
+    def clone(x):
+        return x.clone() if isinstance(x, torch.Tensor) else x
+    return types.SimpleNamespace(input=tree_map(clone, sample.input),
+                                 args=tree_map(clone, sample.args),
+                                 kwargs=tree_map(clone, sample.kwargs))
+
+
+def _sample_tensors(sample):
+    return _flat_tensors((sample.input, sample.args, sample.kwargs))
 
 
 def _runner(op, mode):
@@ -185,20 +244,25 @@ def judge(op, dtype, mode) -> dict:
     fallbacks = collections.Counter()
     notes = set()
     for index, sample in enumerate(samples):
+        pristine = _cloned(sample)  # what maia starts from, whatever the CPU mutates
         try:
             expected = op(sample.input, *sample.args, **sample.kwargs)
         except Exception:
             try:
-                _call(fn, sample, _to("maia"), op.name)
+                _call(fn, pristine, _to("maia"), op.name)
                 torch.maia.synchronize()
             except Timeout:
                 raise
             except Exception:
                 continue
             return {"verdict": "wrong", "sample": index, "detail": "the CPU refuses, maia does not"}
-        before = torch.maia.fallback_counts()
+        cpu_before, cpu_after = _sample_tensors(pristine), _sample_tensors(sample)
+        cpu_mutates = any(not torch.equal(_bytes(b), _bytes(a))
+                          for b, a in zip(cpu_before, cpu_after))
+        counts_before = torch.maia.fallback_counts()
+        to_maia = _recording(_to("maia"))
         try:
-            actual = _call(fn, sample, _to("maia"), op.name)
+            actual = _call(fn, pristine, to_maia, op.name)
             torch.maia.synchronize()
         except Timeout:
             raise
@@ -206,8 +270,15 @@ def judge(op, dtype, mode) -> dict:
             return _unless_upstream(op, sample, mode, expected, tolerances, {
                 "verdict": "refused", "sample": index,
                 "detail": f"{type(error).__name__}: {str(error).splitlines()[0][:300]}"})
-        fallbacks.update({op_name: count - before.get(op_name, 0)
-                          for op_name, count in new_fallbacks(before).items()})
+        fallbacks.update({op_name: count - counts_before.get(op_name, 0)
+                          for op_name, count in new_fallbacks(counts_before).items()})
+        if not cpu_mutates and any(y is not x and not torch.equal(_bytes(x), _bytes(y))
+                                   for x, y in to_maia.pairs):
+            return {"verdict": "wrong", "sample": index,
+                    "detail": "maia overwrote an input tensor the CPU leaves unchanged"}
+        if cpu_mutates and not _same_updates(to_maia.pairs, cpu_before, cpu_after, tolerances):
+            return {"verdict": "wrong", "sample": index,
+                    "detail": "maia's in-place update of an input differs from the CPU's"}
         if op.name in DEVICE_CONVENTIONS:
             convert, note = DEVICE_CONVENTIONS[op.name]
             converted = convert(expected)

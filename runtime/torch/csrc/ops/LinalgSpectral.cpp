@@ -61,7 +61,10 @@ std::array<Tensor, 3> linalgSvd(const Tensor& a, bool full_matrices, bool comput
   op.meta(a, full_matrices, compute_uv, driver);
   checkSingleOrDouble("linalg_svd_cpu", a);
   const bool wide = a.size(-2) < a.size(-1);
-  const Tensor work = (wide ? a.mT() : a).to(at::kDouble).contiguous();
+  // Always a copy: the kernels overwrite their workspace (to() and
+  // contiguous() would return a contiguous float64 input itself).
+  const Tensor work =
+      (wide ? a.mT() : a).to(at::kDouble, false, /*copy=*/true, at::MemoryFormat::Contiguous);
   if (!compute_uv) {
     spectral("svd_values", "linalg.svd", work, op.outputs[1], a.dim());
     return op.outputs;

@@ -93,8 +93,12 @@ inline std::pair<Tensor, Tensor> factorsFor(const Tensor& factors, const Tensor&
           flatBatchInput(pivots.expand(pivots_shape), 1)};
 }
 
-/// A batch of column-major copies of t (LAPACK's working layout).
-inline Tensor columnMajorCopy(const Tensor& t) { return t.mT().contiguous().mT(); }
+/// A batch of column-major copies of t (LAPACK's working layout): always a
+/// new tensor, as the kernels overwrite it (contiguous() would return an
+/// already column-major t itself).
+inline Tensor columnMajorCopy(const Tensor& t) {
+  return t.mT().clone(at::MemoryFormat::Contiguous).mT();
+}
 
 /// An out= variant: `result` resized to out and copied in.
 inline Tensor& copyToOut(const Tensor& result, Tensor& out) {
