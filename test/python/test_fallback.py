@@ -15,19 +15,19 @@ class TestFallback:
         assert any("linalg_eig" in name for name in counts), counts
 
     def test_warns_once_per_op_and_can_be_silenced(self):
-        # Two operators without a maia kernel (least squares, whose driver
-        # choices are LAPACK's, and the general eigenvalues); if one becomes
-        # native, the count assertions below name it.
+        # Two operators without a maia kernel (the general eigendecomposition
+        # and its eigenvalues alone, LAPACK's geev); if one becomes native,
+        # the count assertions below name it.
         torch.maia.reset_fallback_counts()
         torch.maia.set_fallback_warnings(True)
         x = torch.eye(3, device="maia")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            torch.linalg.lstsq(x, x)
-            torch.linalg.lstsq(x, x)
-        messages = [str(w.message) for w in caught if "lstsq" in str(w.message)]
+            torch.linalg.eig(x)
+            torch.linalg.eig(x)
+        messages = [str(w.message) for w in caught if "linalg_eig" in str(w.message)]
         assert len(messages) == 1 and "has no maia kernel" in messages[0]
-        assert torch.maia.fallback_counts()["aten::linalg_lstsq.out"] == 2
+        assert torch.maia.fallback_counts()["aten::linalg_eig"] == 2
         torch.maia.set_fallback_warnings(False)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
