@@ -31,10 +31,23 @@ struct Targets {
   int64_t prime(int64_t s) const { return s % 2 == 0 ? blank : data[offset + s / 2]; }
 };
 
-inline Targets targetsOf(const MemRef<int64_t, 1>& targets, const MemRef<int64_t, 1>& offsets,
-                         int64_t b, int64_t blank) {
-  return {targets.aligned + targets.offset, offsets.at(b), blank};
-}
+/// args[3..6] of both kernels: targets, target_offsets, input_lengths,
+/// target_lengths.
+struct Alignments {
+  const MemRef<int64_t, 1>& targets;
+  const MemRef<int64_t, 1>& offsets;
+  const MemRef<int64_t, 1>& input_lengths;
+  const MemRef<int64_t, 1>& target_lengths;
+
+  explicit Alignments(void* const* args)
+      : targets(memref<int64_t, 1>(args, 3)), offsets(memref<int64_t, 1>(args, 4)),
+        input_lengths(memref<int64_t, 1>(args, 5)), target_lengths(memref<int64_t, 1>(args, 6)) {}
+
+  /// Batch element b's extended target.
+  Targets of(int64_t b, int64_t blank) const {
+    return {targets.aligned + targets.offset, offsets.at(b), blank};
+  }
+};
 
 /// log(exp(a) + exp(b) + exp(c)) shifted by the largest (0 when all are
 /// -inf, so no -inf - -inf is formed).
@@ -59,15 +72,13 @@ void ctcLoss(void* const* args, const maia_grid_t* grid) {
   const auto& nll = memref<T, 1>(args, 0);
   const auto& alpha = memref<T, 3>(args, 1);
   const auto& lp = memref<T, 3>(args, 2);
-  const auto& targets = memref<int64_t, 1>(args, 3);
-  const auto& offsets = memref<int64_t, 1>(args, 4);
-  const auto& input_lengths = memref<int64_t, 1>(args, 5);
-  const auto& target_lengths = memref<int64_t, 1>(args, 6);
+  const Alignments alignments(args);
   const int64_t blank = scalar<int64_t>(args, 7);
   auto slice = maia_kernel::programSlice(grid, nll.sizes[0]);
   for (int64_t b = slice.begin; b < slice.end; ++b) {
-    const Targets tg = targetsOf(targets, offsets, b, blank);
-    const int64_t length = input_lengths.at(b), target_length = target_lengths.at(b);
+    const Targets tg = alignments.of(b, blank);
+    const int64_t length = alignments.input_lengths.at(b);
+    const int64_t target_length = alignments.target_lengths.at(b);
     if (alpha.sizes[1] > 0)
       for (int64_t s = 0; s < alpha.sizes[2]; ++s) at3(alpha, b, 0, s) = kNegInf;
     if (length == 0) {
@@ -108,10 +119,7 @@ void ctcLossBackward(void* const* args, const maia_grid_t* grid) {
   const auto& grad = memref<T, 3>(args, 0);
   const auto& grad_out = memref<T, 1>(args, 1);
   const auto& lp = memref<T, 3>(args, 2);
-  const auto& targets = memref<int64_t, 1>(args, 3);
-  const auto& offsets = memref<int64_t, 1>(args, 4);
-  const auto& input_lengths = memref<int64_t, 1>(args, 5);
-  const auto& target_lengths = memref<int64_t, 1>(args, 6);
+  const Alignments alignments(args);
   const auto& nll = memref<T, 1>(args, 7);
   const auto& alpha = memref<T, 3>(args, 8);
   const auto& beta = memref<T, 3>(args, 9);
@@ -122,12 +130,12 @@ void ctcLossBackward(void* const* args, const maia_grid_t* grid) {
   for (int64_t b = slice.begin; b < slice.end; ++b) {
     const T loss = nll.at(b);
     const bool zeroed = zero_infinity && loss == std::numeric_limits<T>::infinity();
-    const int64_t length = zeroed ? 0 : input_lengths.at(b);
+    const int64_t length = zeroed ? 0 : alignments.input_lengths.at(b);
     for (int64_t t = 0; t < steps; ++t)
       for (int64_t c = 0; c < labels; ++c) at3(grad, t, b, c) = t < length ? kNegInf : T(0);
     if (length == 0) continue;
-    const Targets tg = targetsOf(targets, offsets, b, blank);
-    const int64_t target_length = target_lengths.at(b), last = 2 * target_length;
+    const Targets tg = alignments.of(b, blank);
+    const int64_t target_length = alignments.target_lengths.at(b), last = 2 * target_length;
     for (int64_t s = 0; s < beta.sizes[2]; ++s) at3(beta, b, length - 1, s) = kNegInf;
     at3(beta, b, length - 1, last) = at3(lp, length - 1, b, blank);
     at3(grad, length - 1, b, blank) = at3(alpha, b, length - 1, last) + at3(beta, b, length - 1, last);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 
 #include <maia/kernel_abi.h>
 
@@ -53,6 +54,26 @@ inline Segment segmentAt(const MemRef<int64_t, 2>& offsets, int64_t o, int64_t s
   return {offsets.at(o, s), offsets.at(o, s + 1)};
 }
 
+/// The `initial` scalar at args[index + 1] in T when the flag at
+/// args[index] says it was given.
+template <typename T>
+std::optional<T> initialArg(void* const* args, int index) {
+  if (scalar<int64_t>(args, index) == 0) return std::nullopt;
+  return store<T>(static_cast<compute_t<T>>(scalar<double>(args, index + 1)));
+}
+
+/// Calls body(o, s, j, segment) for this program's share of the (outer,
+/// segments, inner) outputs.
+template <typename Body>
+void forEachOutput(const maia_grid_t* grid, const MemRef<int64_t, 2>& offsets, int64_t outer,
+                   int64_t segments, int64_t inner, Body body) {
+  auto slice = maia_kernel::programSlice(grid, outer * segments * inner);
+  for (int64_t index = slice.begin; index < slice.end; ++index) {
+    const int64_t j = index % inner, s = (index / inner) % segments, o = index / inner / segments;
+    body(o, s, j, segmentAt(offsets, o, s));
+  }
+}
+
 }  // namespace segment_detail
 
 // args: out (outer, segments, inner), data (outer, n, inner), offsets i64
@@ -64,24 +85,20 @@ void segmentReduce(void* const* args, const maia_grid_t* grid) {
   const auto& data = memref<T, 3>(args, 1);
   const auto& offsets = memref<int64_t, 2>(args, 2);
   const auto op = static_cast<SegmentOp>(scalar<int64_t>(args, 3));
-  const bool has_initial = scalar<int64_t>(args, 4) != 0;
-  const T initial = has_initial ? store<T>(static_cast<compute_t<T>>(scalar<double>(args, 5)))
-                                : identity<T>(op);
-  const int64_t segments = out.sizes[1], inner = out.sizes[2];
-  auto slice = maia_kernel::programSlice(grid, out.sizes[0] * segments * inner);
-  for (int64_t index = slice.begin; index < slice.end; ++index) {
-    const int64_t j = index % inner, s = (index / inner) % segments, o = index / inner / segments;
-    const Segment seg = segmentAt(offsets, o, s);
+  const std::optional<T> given = initialArg<T>(args, 4);
+  const T initial = given.value_or(identity<T>(op));
+  forEachOutput(grid, offsets, out.sizes[0], out.sizes[1], out.sizes[2],
+                [&](int64_t o, int64_t s, int64_t j, Segment seg) {
     T acc = initial;
     for (int64_t r = seg.begin; r < seg.end; ++r) acc = step(op, acc, at3(data, o, r, j));
     const int64_t length = seg.end - seg.begin;
     if (op == SegmentOp::Mean) {
       const auto a = load(acc);
-      if (length == 0 && !has_initial) acc = store<T>(std::numeric_limits<compute_t<T>>::quiet_NaN());
+      if (length == 0 && !given) acc = store<T>(std::numeric_limits<compute_t<T>>::quiet_NaN());
       else if (length > 0 && a == a) acc = store<T>(a / static_cast<compute_t<T>>(length));
     }
     at3(out, o, s, j) = acc;
-  }
+  });
 }
 
 // args: grad_input (outer, n, inner; zeros outside every segment, written
@@ -99,17 +116,11 @@ void segmentReduceBackward(void* const* args, const maia_grid_t* grid) {
   const auto& data = memref<T, 3>(args, 3);
   const auto& offsets = memref<int64_t, 2>(args, 4);
   const auto op = static_cast<SegmentOp>(scalar<int64_t>(args, 5));
-  const bool has_initial = scalar<int64_t>(args, 6) != 0;
-  const T initial_prod = has_initial
-                             ? store<T>(static_cast<compute_t<T>>(scalar<double>(args, 7)))
-                             : store<T>(compute_t<T>(1));
-  const int64_t segments = grad.sizes[1], inner = grad.sizes[2];
-  auto slice = maia_kernel::programSlice(grid, grad.sizes[0] * segments * inner);
-  for (int64_t index = slice.begin; index < slice.end; ++index) {
-    const int64_t j = index % inner, s = (index / inner) % segments, o = index / inner / segments;
-    const Segment seg = segmentAt(offsets, o, s);
+  const T initial_prod = initialArg<T>(args, 6).value_or(identity<T>(SegmentOp::Prod));
+  forEachOutput(grid, offsets, grad.sizes[0], grad.sizes[1], grad.sizes[2],
+                [&](int64_t o, int64_t s, int64_t j, Segment seg) {
     const int64_t length = seg.end - seg.begin;
-    if (length <= 0) continue;
+    if (length <= 0) return;
     const T g = at3(grad, o, s, j);
     if (op == SegmentOp::Max || op == SegmentOp::Min) {
       const auto result = load(at3(output, o, s, j));
@@ -121,7 +132,7 @@ void segmentReduceBackward(void* const* args, const maia_grid_t* grid) {
           ++count;
         }
       }
-      if (count < 2) continue;
+      if (count < 2) return;
       for (int64_t r = seg.begin; r < seg.end; ++r) {
         T& gi = at3(grad_input, o, r, j);
         if (load(gi) > 0) gi = store<T>(load(gi) / static_cast<compute_t<T>>(count));
@@ -145,7 +156,7 @@ void segmentReduceBackward(void* const* args, const maia_grid_t* grid) {
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace maia_nn

@@ -7,7 +7,6 @@
 #include <ATen/TensorUtils.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_like.h>
-#include <ATen/ops/tensor.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -18,6 +17,7 @@
 #include "ops/EagerKernels.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -58,23 +58,15 @@ CtcTargets ctcTargets(const Tensor& log_probs, const Tensor& targets, IntArrayRe
     }
   }
   result.flat = targets.to(log_probs.device(), at::kLong).contiguous().view({-1});
-  result.offsets = at::tensor(offsets, at::TensorOptions().dtype(at::kLong)).to(log_probs.device());
+  result.offsets = int64Tensor(offsets, log_probs.device());
   return result;
 }
 
-Tensor lengthsOnDevice(IntArrayRef lengths, const Tensor& like) {
-  return at::tensor(lengths, at::TensorOptions().dtype(at::kLong)).to(like.device());
-}
-
-void checkDtype(const Tensor& log_probs, const char* name) {
-  TORCH_CHECK(log_probs.scalar_type() == at::kFloat || log_probs.scalar_type() == at::kDouble,
-              "\"", name, "\" not implemented for '", toString(log_probs.scalar_type()), "'");
-}
 
 std::tuple<Tensor, Tensor> ctcLoss(const Tensor& log_probs, const Tensor& targets,
                                    IntArrayRef input_lengths, IntArrayRef target_lengths,
                                    int64_t blank, bool /*zero_infinity: the backward's*/) {
-  checkDtype(log_probs, "ctc_loss_cpu");
+  checkSingleOrDouble("ctc_loss_cpu", log_probs);
   const char* checked = "ctc_loss_allocate_outputs";
   const at::TensorArg log_probs_arg(log_probs, "log_probs", 1), targets_arg(targets, "targets", 2);
   at::checkScalarType(checked, targets_arg,
@@ -105,8 +97,8 @@ std::tuple<Tensor, Tensor> ctcLoss(const Tensor& log_probs, const Tensor& target
   if (batch > 0) {
     launchNn("ctc_loss", log_probs.scalar_type(),
              {memrefOf(nll), memrefOf(log_alpha), memrefOf(log_probs), memrefOf(tg.flat),
-              memrefOf(tg.offsets), memrefOf(lengthsOnDevice(input_lengths, log_probs)),
-              memrefOf(lengthsOnDevice(target_lengths, log_probs)), intArg(blank)},
+              memrefOf(tg.offsets), memrefOf(int64Tensor(input_lengths, log_probs.device())),
+              memrefOf(int64Tensor(target_lengths, log_probs.device())), intArg(blank)},
              programsFor(batch, log_alpha.numel()), log_probs.device());
   }
   return {nll, log_alpha};
@@ -115,7 +107,7 @@ std::tuple<Tensor, Tensor> ctcLoss(const Tensor& log_probs, const Tensor& target
 Tensor ctcLossBackward(const Tensor& grad_out, const Tensor& log_probs, const Tensor& targets,
                        IntArrayRef input_lengths, IntArrayRef target_lengths, const Tensor& nll,
                        const Tensor& log_alpha, int64_t blank, bool zero_infinity) {
-  checkDtype(log_probs, "ctc_loss_backward_cpu");
+  checkSingleOrDouble("ctc_loss_backward_cpu", log_probs);
   Tensor grad = at::empty_like(log_probs, at::MemoryFormat::Contiguous);
   const int64_t batch = log_probs.size(1);
   if (batch == 0 || grad.numel() == 0) return grad;
@@ -123,8 +115,8 @@ Tensor ctcLossBackward(const Tensor& grad_out, const Tensor& log_probs, const Te
   Tensor log_beta = at::empty_like(log_alpha, at::MemoryFormat::Contiguous);
   launchNn("ctc_loss_bwd", log_probs.scalar_type(),
            {memrefOf(grad), memrefOf(grad_out), memrefOf(log_probs), memrefOf(tg.flat),
-            memrefOf(tg.offsets), memrefOf(lengthsOnDevice(input_lengths, log_probs)),
-            memrefOf(lengthsOnDevice(target_lengths, log_probs)), memrefOf(nll),
+            memrefOf(tg.offsets), memrefOf(int64Tensor(input_lengths, log_probs.device())),
+            memrefOf(int64Tensor(target_lengths, log_probs.device())), memrefOf(nll),
             memrefOf(log_alpha), memrefOf(log_beta), intArg(blank), intArg(zero_infinity)},
            programsFor(batch, grad.numel() + 2 * log_alpha.numel()), log_probs.device());
   return grad;

@@ -12,7 +12,6 @@
 #include <ATen/ops/_histogramdd_bin_edges_native.h>
 #include <ATen/ops/_histogramdd_from_bin_cts_native.h>
 #include <ATen/ops/_histogramdd_from_bin_tensors_native.h>
-#include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
@@ -24,6 +23,7 @@
 #include "ops/EagerKernels.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -58,8 +58,7 @@ void histogramddOnDevice(const Tensor& self, const OptionalTensor& weight, bool 
   if (points > 0 && bins > 0) {
     const Tensor input = self.reshape({points, dims});
     const Tensor weights = weight.has_value() ? weight->reshape({points}) : input.select(1, 0);
-    const Tensor offsets =
-        at::tensor(edge_offsets, at::TensorOptions().dtype(at::kLong)).to(self.device());
+    const Tensor offsets = int64Tensor(edge_offsets, self.device());
     const Tensor all_edges = at::cat(edges);
     launchNn("histogramdd", self.scalar_type(),
              {memrefOf(partial), memrefOf(input), memrefOf(weights), memrefOf(all_edges),

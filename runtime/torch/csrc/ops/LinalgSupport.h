@@ -58,13 +58,6 @@ inline Tensor flatBatchInput(const Tensor& t, int64_t trailing) {
   return view.defined() ? view : flatBatchView(t.contiguous(), trailing);
 }
 
-/// The kernels' dtypes: what the CPU's LAPACK kernel `cpu_name` refuses
-/// (float16, bfloat16) raises its error.
-inline void checkSingleOrDouble(const char* cpu_name, const Tensor& t) {
-  checkDtype(cpu_name, t.scalar_type(),
-             t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble);
-}
-
 /// An operator's outputs as the tuple its functional schema returns.
 template <size_t N>
 auto asTuple(const std::array<Tensor, N>& outputs) {

@@ -6,6 +6,8 @@
 #include <ATen/OpMathType.h>
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty_like.h>
+#include <ATen/ops/tensor.h>
+#include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
 namespace torch_maia::ops {
@@ -27,6 +29,18 @@ inline void checkDtype(const char* op, c10::ScalarType dtype, bool supported) {
 /// The same for a kernel compiled for the floating dtypes only.
 inline void checkFloatDtype(const char* op, c10::ScalarType dtype) {
   checkDtype(op, dtype, at::isFloatingType(dtype));
+}
+
+/// The same for a kernel compiled for float32 and float64 only (the CPU's
+/// LAPACK-style kernels, which refuse float16 and bfloat16).
+inline void checkSingleOrDouble(const char* op, const at::Tensor& t) {
+  checkDtype(op, t.scalar_type(),
+             t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble);
+}
+
+/// Host integers (indices, offsets, lengths) as an int64 tensor on device.
+inline at::Tensor int64Tensor(c10::IntArrayRef values, const c10::Device& device) {
+  return at::tensor(values, at::kLong).to(device);
 }
 
 /// Where a kernel accumulating in the compute type writes t: t itself, or

@@ -8,7 +8,6 @@
 // fallback. Negative padding crops, as on the CPU.
 #include <ATen/ops/index_add.h>
 #include <ATen/ops/index_select.h>
-#include <ATen/ops/tensor.h>
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
@@ -17,6 +16,7 @@
 
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -75,7 +75,7 @@ void checkPadding(PadMode mode, int dims, const Tensor& self, c10::IntArrayRef p
 }
 
 Tensor deviceIndex(PadMode mode, const Tensor& self, int64_t d, int64_t before, int64_t after) {
-  return at::tensor(sourceIndex(mode, self.size(d), before, after), at::kLong).to(self.device());
+  return int64Tensor(sourceIndex(mode, self.size(d), before, after), self.device());
 }
 
 Tensor padForward(PadMode mode, int dims, const Tensor& self, c10::SymIntArrayRef padding_sym) {

@@ -20,6 +20,7 @@
 #include "ops/EagerKernels.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -49,8 +50,7 @@ struct SegmentPlan {
 
 SegmentPlan planFor(const Tensor& data, const Tensor& lengths_or_offsets, int64_t axis,
                     bool is_offsets) {
-  TORCH_CHECK(at::isFloatingType(data.scalar_type()), "segment_reduce(): data of dtype ",
-              data.scalar_type(), " is not supported (floating-point dtypes only, as on the CPU)");
+  checkFloatDtype("_segment_reduce_cpu", data.scalar_type());
   SegmentPlan p;
   for (int64_t d = 0; d < axis; ++d) p.outer *= data.size(d);
   for (int64_t d = axis + 1; d < data.dim(); ++d) p.inner *= data.size(d);

@@ -31,6 +31,7 @@
 #include "ops/EagerKernels.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 #include "ops/Structured.h"
 
 namespace torch_maia::ops {
@@ -89,11 +90,8 @@ AxisWindows axisWindows(Filter filter, int64_t in, int64_t out, bool align, Scal
     start[i] = xmin;
     size[i] = xsize;
   }
-  const auto on_device = [&](auto& values, std::vector<int64_t> shape, c10::ScalarType dtype) {
-    return at::tensor(values, at::TensorOptions().dtype(dtype)).view(shape).to(like.device());
-  };
-  return {on_device(start, {out}, at::kLong), on_device(size, {out}, at::kLong),
-          on_device(weights, {out, taps}, like.scalar_type())};
+  return {int64Tensor(start, like.device()), int64Tensor(size, like.device()),
+          at::tensor(weights, like.scalar_type()).view({out, taps}).to(like.device())};
 }
 
 AxisWindows windowsFor(Filter filter, int64_t in, int64_t out, bool align, Scale scale,
@@ -101,12 +99,6 @@ AxisWindows windowsFor(Filter filter, int64_t in, int64_t out, bool align, Scale
   return like.scalar_type() == at::kDouble
              ? axisWindows<double>(filter, in, out, align, scale, like)
              : axisWindows<float>(filter, in, out, align, scale, like);
-}
-
-void checkDtype(const Tensor& t) {
-  TORCH_CHECK(t.scalar_type() == at::kFloat || t.scalar_type() == at::kDouble,
-              "\"compute_index_ranges_weights\" not implemented for '",
-              toString(t.scalar_type()), "'");
 }
 
 /// One pass along dim (2: height, 3: width) from in into out.
@@ -121,7 +113,7 @@ void resamplePass(Filter filter, const Tensor& in, const Tensor& out, int64_t di
 
 void forward(Filter filter, const Tensor& self, const Tensor& out, bool align, Scale scale_h,
              Scale scale_w) {
-  checkDtype(self);
+  checkSingleOrDouble("compute_index_ranges_weights", self);
   if (out.numel() == 0) return;
   const bool resize_w = self.size(3) != out.size(3), resize_h = self.size(2) != out.size(2);
   if (!resize_w && !resize_h) {
@@ -142,7 +134,7 @@ void forward(Filter filter, const Tensor& self, const Tensor& out, bool align, S
 
 void backward(Filter filter, const Tensor& grad_output, const Tensor& grad_input, bool align,
               Scale scale_h, Scale scale_w) {
-  checkDtype(grad_output);
+  checkSingleOrDouble("compute_index_ranges_weights", grad_output);
   const bool dense = grad_input.is_contiguous();
   const Tensor target = dense ? grad_input : at::empty(grad_input.sizes(), grad_input.options());
   target.zero_();
