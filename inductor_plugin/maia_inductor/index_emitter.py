@@ -27,6 +27,7 @@ import torch
 from torch.utils._sympy.functions import (
     CeilToInt,
     CleanDiv,
+    FloatPow,
     FloatTrueDiv,
     FloorDiv,
     FloorToInt,
@@ -36,6 +37,7 @@ from torch.utils._sympy.functions import (
     Min,
     Mod,
     ModularIndexing,
+    PowByNatural,
     PythonMod,
     RoundToInt,
     ToFloat,
@@ -68,12 +70,23 @@ class IndexEmitter:
             return self._fold(expr.args, "arith.addi", "arith.addf")
         if isinstance(expr, sympy.Mul):
             return self._fold(expr.args, "arith.muli", "arith.mulf")
-        if isinstance(expr, sympy.Pow) and isinstance(expr.exp, sympy.Integer) and expr.exp != 0:
-            power = self._fold([expr.base] * abs(int(expr.exp)), "arith.muli", "arith.mulf")
-            if expr.exp > 0:
+        if isinstance(expr, (sympy.Pow, PowByNatural)) and isinstance(expr.args[1], sympy.Integer) \
+                and expr.args[1] != 0:
+            base, exp = expr.args
+            power = self._fold([base] * abs(int(exp)), "arith.muli", "arith.mulf")
+            if exp > 0:
                 return power
             return self._apply("arith.divf", self.kernel.constant(1.0, FLOAT),
                                self._float(power))  # x**-n only arises on floats
+        if isinstance(expr, (FloatPow, sympy.Pow)):  # a float power: std::pow for C++
+            lhs, rhs = (self._float(self.emit(arg)) for arg in expr.args)
+            return self._apply("math.powf", lhs, rhs)
+        function = getattr(expr.func, "_torch_handler_name", None)
+        if function in self._UNARY_MATH:  # math.sqrt(x.shape[0]) and the like
+            value = self._float(self.emit(expr.args[0]))
+            ty = self.kernel.mlir_type(FLOAT, value.vec)
+            return self.kernel.emit(self.buffer, f"{self._UNARY_MATH[function]} {value} : {ty}",
+                                    FLOAT, value.vec)
         if isinstance(expr, FloorDiv):
             return self._binary("arith.floordivsi", *expr.args)
         if isinstance(expr, CleanDiv):
@@ -116,6 +129,12 @@ class IndexEmitter:
             return self._apply("arith.divf", lhs, rhs)
         raise NotImplementedError(
             f"maia: cannot print the index expression {expr} ({type(expr).__name__})")
+
+    # Inductor's OpaqueUnaryFn_<name> (Python's math.<name> of a size) -> the
+    # MLIR math operation, on f64 like the C++ printer's std:: functions.
+    _UNARY_MATH = {name: f"math.{name}" for name in (
+        "sqrt", "exp", "log", "log2", "sin", "cos", "tan", "tanh", "sinh", "cosh", "asin",
+        "acos", "atan", "asinh")}
 
     # Python's int(), math.floor, math.ceil and round() of a float; the
     # conversion to an integer truncates, so only these three round first.

@@ -92,3 +92,20 @@ def test_interpolate_by_a_scale_factor_with_dynamic_sizes(mode):
     for shape in ((1, 2, 5, 6), (2, 3, 4, 9), (1, 1, 7, 3)):
         x = torch.randn(shape)
         torch.testing.assert_close(compiled(x.to("maia")).cpu(), fn(x))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_attention_scale_of_a_dynamic_head_size(dtype):
+    # The decomposition scales q and k by FloatPow(FloatTrueDiv(1.0,
+    # FloatPow(ToFloat(ks0), 0.5)), 0.5): sqrt(1 / sqrt(E)) each (fuzzer
+    # seed 54 of --nn --float64).
+    def fn(q, k, v):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v)
+
+    compiled = torch.compile(fn, dynamic=True)
+    for heads, length, size in ((2, 5, 8), (3, 7, 13)):
+        q, k, v = (torch.randn(2, heads, length, size, dtype=dtype) for _ in range(3))
+        tolerance = {"atol": 1e-10, "rtol": 1e-10} if dtype == torch.float64 else {}
+        torch.testing.assert_close(compiled(q.to("maia"), k.to("maia"), v.to("maia")).cpu(),
+                                   fn(q, k, v), **tolerance)
+

@@ -21,6 +21,19 @@ def test_advanced_indexing_with_negative_indices():
     assert_compiled_matches(lambda x, i: x[:, i[:3] % 4], x, index)
 
 
+def test_gather_under_a_max_pool_padding_mask():
+    # The pool's padding masks the gathered load with other=-inf; the load
+    # of the int64 index under that mask must not take -inf (fuzzer seed 527
+    # of --nn --float64: "cannot convert float infinity to integer").
+    x = torch.randn(3, 4, 5, 6)
+    index = torch.tensor([2, 0, 3])
+    for size in (1, 5):
+        assert_compiled_matches(
+            lambda x, i: F.max_pool2d(x[:, i, :size, :size], 2, 2, 1), x, index)
+        assert_compiled_matches(
+            lambda x, i: F.max_pool2d(x[:, i[:1], :size, :size], 2, 2, 1), x, index)
+
+
 def test_index_put_and_scatter_add_accumulate_duplicates():
     x = torch.zeros(10)
     index = torch.randint(0, 10, (200,))
