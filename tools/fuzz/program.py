@@ -43,12 +43,20 @@ class Program:
     outputs: list
     dynamic: object = None      # None (static), True (dynamic=True), "auto"
     alt_sizes: dict | None = None  # "auto": second call with these sizes
+    grad: bool = False          # compare gradients too (float inputs require grad)
 
     @property
     def compile_dynamic(self):
         """torch.compile's dynamic=: "auto" is its default (None), called
         twice so that the second call recompiles with dynamic sizes."""
         return None if self.dynamic == "auto" else self.dynamic
+
+    def result_names(self) -> list:
+        """What run_results returns, in order: the outputs, then (grad) the
+        gradient of each float input."""
+        grads = [f"grad {i.name}" for i in self.inputs
+                 if self.grad and i.high is None and i.dtype.is_floating_point]
+        return list(self.outputs) + grads
 
     def size_sets(self):
         return [self.sizes] if self.alt_sizes is None else [self.sizes, self.alt_sizes]
@@ -130,13 +138,33 @@ TOLERANCES = {torch.float64: (1e-10, 1e-10), torch.float32: (1e-4, 1e-4),
 # (as test/inductor/compile_support.py)
 
 
+def run_fn(fn, args, grad=GRAD):
+    """fn's outputs and, with grad, the gradient of a weighted sum of its
+    float outputs with respect to each float input (zeros where the input
+    does not reach them)."""
+    if not grad:
+        return list(fn(*args))
+    leaves = [a.detach().requires_grad_(a.dtype.is_floating_point) for a in args]
+    outputs = list(fn(*leaves))
+    wanted = [a for a in leaves if a.requires_grad]
+    reached = [o for o in outputs if o.requires_grad]
+    grads = [None] * len(wanted)
+    if reached:
+        loss = sum((o.double() * torch.linspace(-1, 1, o.numel(), dtype=torch.float64,
+                                                device=o.device).view(o.shape)).sum()
+                   for o in reached)
+        grads = torch.autograd.grad(loss, wanted, allow_unused=True)
+    return [o.detach() for o in outputs] + [
+        torch.zeros_like(a) if g is None else g for a, g in zip(wanted, grads)]
+
+
 def check():
     """Compiles fn on maia and compares each call with eager CPU."""
     compiled = torch.compile(fn, dynamic=DYNAMIC)
     for sizes in SIZE_SETS:
         args = make_inputs(**sizes)
-        expected = fn(*args)
-        actual = compiled(*[a.to("maia") for a in args])
+        expected = run_fn(fn, args)
+        actual = run_fn(compiled, [a.to("maia") for a in args])
         for got, want in zip(actual, expected):
             atol, rtol = TOLERANCES.get(want.dtype, (0, 0))
             torch.testing.assert_close(got.cpu(), want, atol=atol, rtol=rtol, equal_nan=True)
@@ -153,7 +181,8 @@ def _render(p: Program) -> str:
     lines = [f'"""maia fuzz program, seed {p.seed} (tools/fuzz/fuzz_compile.py)."""',
              "import torch", "",
              f"SIZE_SETS = {[dict(sorted(s.items())) for s in p.size_sets()]!r}",
-             f"DYNAMIC = {p.compile_dynamic!r}  # {p.dynamic!r}", "", "",
+             f"DYNAMIC = {p.compile_dynamic!r}  # {p.dynamic!r}",
+             f"GRAD = {p.grad!r}", "", "",
              f"def make_inputs({', '.join(names)}):",
              f"    g = torch.Generator().manual_seed({p.seed})"]
     for inp in p.inputs:

@@ -127,7 +127,7 @@ class Builder:
         self.values.append(value)
         return value
 
-    def finish(self, dynamic):
+    def finish(self, dynamic, grad=False):
         used = {name for op in self.ops for name in op.uses}
         sinks = [op.out for op in self.ops if op.out not in used]
         outputs = list(reversed(sinks))[:3]
@@ -136,7 +136,7 @@ class Builder:
             alt = {k: (v + self.rng.choice([1, 2, 5]) if v >= 2 else v)
                    for k, v in self.sizes.items()}
         return Program(self.seed, dict(self.sizes), list(self.inputs), list(self.ops),
-                       outputs, dynamic, alt)
+                       outputs, dynamic, alt, grad)
 
 
 def _eager_input(inp: Input, shape, high, rng: random.Random) -> torch.Tensor:
@@ -150,8 +150,12 @@ def _eager_input(inp: Input, shape, high, rng: random.Random) -> torch.Tensor:
     return torch.randint(-8, 8, shape, generator=g, dtype=inp.dtype)
 
 
-def generate(seed: int, max_ops: int = 7, dtypes=DTYPES) -> Program:
-    """The program of seed: valid for eager CPU at its sizes (and alt sizes)."""
+def generate(seed: int, max_ops: int = 7, dtypes=DTYPES, categories=CATEGORIES,
+             grad: bool = False) -> Program:
+    """The program of seed: valid for eager CPU at its sizes (and alt sizes),
+    its ops drawn from categories (ops.CATEGORIES, or nn_ops.NN_CATEGORIES:
+    other programs for the same seeds); grad: its gradients are compared
+    too (the same program)."""
     for attempt in range(50):
         b = Builder(seed, attempt, dtypes)
         first = b.new_input(b.random_shape())
@@ -161,13 +165,13 @@ def generate(seed: int, max_ops: int = 7, dtypes=DTYPES) -> Program:
         tries = 0
         while len(b.ops) < target and tries < 40:
             tries += 1
-            names, weights = zip(*[(n, w) for n, (w, _) in CATEGORIES.items()])
+            names, weights = zip(*[(n, w) for n, (w, _) in categories.items()])
             category = b.rng.choices(names, weights)[0]
-            CATEGORIES[category][1](b)
+            categories[category][1](b)
         if not b.ops:
             continue
         dynamic = b.rng.choice([None, None, True, "auto"])
-        program = b.finish(dynamic)
+        program = b.finish(dynamic, grad)
         if _eager_valid(program):
             return program
     raise RuntimeError(f"no valid program for seed {seed}")
@@ -179,7 +183,7 @@ def _eager_valid(program: Program) -> bool:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for sizes in program.size_sets():
-                module.fn(*module.make_inputs(**sizes))
+                module.run_fn(module.fn, module.make_inputs(**sizes))
     except Exception:
         return False
     return True

@@ -2,7 +2,9 @@
 
 Outcome.status: "pass", "mismatch" (wrong values, shapes or dtypes),
 "error" (compiling or running on maia raised), "invalid" (eager CPU raised:
-not a program the fuzzer should produce).
+not a program the fuzzer should produce), "upstream" (a mismatch or error
+that Inductor CPU reproduces on maia's path through Inductor: the same
+error, or the same wrong values).
 
 float16/bfloat16 leniency: eager CPU rounds every intermediate to the
 storage type, a fused kernel computes its chain in float32 and rounds at
@@ -14,6 +16,7 @@ one of the two, a wrong kernel neither.
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import importlib.util
 import pathlib
@@ -56,32 +59,75 @@ class Outcome:
 
 
 def run(program) -> Outcome:
+    outcome, results = _run_compiled(program, "maia")
+    if outcome.status in ("error", "mismatch") and _inductor_cpu_fails_alike(program, outcome,
+                                                                             results):
+        return Outcome("upstream", "Inductor CPU fails alike (aten convolutions, no layout "
+                       f"optimization: maia's path through Inductor): {outcome.message}")
+    return outcome
+
+
+def _run_compiled(program, device: str):
+    """(outcome, the compiled results of the last call made) of the program
+    compiled for device against eager CPU."""
     torch._dynamo.reset()
     try:
         module = program.load()
     except Exception as e:  # the generator printed bad source
-        return Outcome("invalid", f"{type(e).__name__}: {e}")
+        return Outcome("invalid", f"{type(e).__name__}: {e}"), None
     compiled = torch.compile(module.fn, dynamic=program.compile_dynamic)
+    actual = None
     for call, sizes in enumerate(program.size_sets()):
         try:
             args = module.make_inputs(**sizes)
             with warnings.catch_warnings():  # var of one element is NaN, and says so
                 warnings.simplefilter("ignore")
-                expected = module.fn(*args)
+                expected = module.run_fn(module.fn, args)
         except Exception as e:
-            return Outcome("invalid", f"eager CPU: {type(e).__name__}: {e}")
+            return Outcome("invalid", f"eager CPU: {type(e).__name__}: {e}"), None
         try:
-            actual = compiled(*[a.to("maia") for a in args])
+            actual = module.run_fn(compiled, [a.to(device) for a in args])
             actual = [t.cpu() for t in actual]
         except Exception as e:
-            return Outcome("error", f"{type(e).__name__}: {_first_lines(str(e))}")
+            _reset_after_sticky_error(str(e))
+            return Outcome("error", f"{type(e).__name__}: {_first_lines(str(e))}"), None
+        names = program.result_names()
         for i, (got, want) in enumerate(zip(actual, expected)):
             problem = _compare(got, want, _loosest(program, want.dtype),
-                               lambda: _upcast_output(module.fn, args, i, want.dtype))
+                               lambda: _upcast_result(module, args, i, want.dtype))
             if problem:
-                return Outcome("mismatch", f"call {call} ({sizes}), output {program.outputs[i]}: "
-                               f"{problem}")
-    return Outcome("pass")
+                return Outcome("mismatch", f"call {call} ({sizes}), {names[i]}: {problem}"), actual
+    return Outcome("pass"), actual
+
+
+def _inductor_cpu_fails_alike(program, outcome: Outcome, results) -> bool:
+    """Whether Inductor CPU, on the path maia's graphs take through it (aten
+    convolutions instead of oneDNN's, no layout optimization), raises the
+    same error or computes the same wrong results: a bug of PyTorch's
+    compiler, not of maia's."""
+    from torch._inductor import config as inductor_config
+
+    with torch.backends.mkldnn.flags(enabled=False), \
+            inductor_config.patch(layout_optimization=False):
+        cpu_outcome, cpu_results = _run_compiled(program, "cpu")
+    if cpu_outcome.status != outcome.status:
+        return False
+    if outcome.status == "error":
+        return cpu_outcome.signature() == outcome.signature()
+    same_call = cpu_outcome.message.split(")")[0] == outcome.message.split(")")[0]
+    return same_call and all(_compare(got, want, _loosest(program, want.dtype), None) is None
+               for got, want in zip(results, cpu_results))
+
+
+def _reset_after_sticky_error(message: str) -> None:
+    """A kernel fault (an out-of-range index traps, as a device-side assert
+    on CUDA) leaves its device failing every later call until
+    maiaDeviceReset: reset it, so the programs after this one are tested."""
+    if "sticky until maiaDeviceReset" not in message and "is in an error state" not in message:
+        return
+    driver = ctypes.CDLL("libmaia_runtime.so")  # loaded by torch_maia already
+    for device in range(torch.maia.device_count()):
+        driver.maiaDeviceReset(device)
 
 
 def _loosest(program, dtype):
@@ -102,8 +148,8 @@ def _compare(got, want, tolerance, upcast_reference):
         return None
     except AssertionError as e:
         problem = _first_lines(str(e), 6)
-    if tolerance != TOLERANCES[torch.float32] and got.shape == want.shape and \
-            got.dtype == want.dtype:
+    if upcast_reference is not None and tolerance != TOLERANCES[torch.float32] and \
+            got.shape == want.shape and got.dtype == want.dtype:
         try:
             torch.testing.assert_close(got, upcast_reference(), atol=atol, rtol=rtol,
                                        equal_nan=True)
@@ -113,9 +159,9 @@ def _compare(got, want, tolerance, upcast_reference):
     return problem
 
 
-def _upcast_output(fn, args, i, dtype):
+def _upcast_result(module, args, i, dtype):
     upcast = [a.float() if a.dtype in LOW_PRECISION else a for a in args]
-    return fn(*upcast)[i].to(dtype)
+    return module.run_fn(module.fn, upcast)[i].to(dtype)
 
 
 def _first_lines(text: str, n: int = 3) -> str:
