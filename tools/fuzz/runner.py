@@ -11,7 +11,9 @@ storage type, a fused kernel computes its chain in float32 and rounds at
 the graph's conversions only. So a low-precision output also passes when
 it is close to the same program run on inputs upcast to float32 (the
 result cast back): a kernel that is right up to where it rounds passes
-one of the two, a wrong kernel neither.
+one of the two, a wrong kernel neither. Failing both, it still passes by
+PyTorch's own rule for low precision: its RMS error against the program
+run in float64 is at most 3x eager's (_no_less_accurate).
 """
 
 from __future__ import annotations
@@ -94,7 +96,7 @@ def _run_compiled(program, device: str):
         names = program.result_names()
         for i, (got, want) in enumerate(zip(actual, expected)):
             problem = _compare(got, want, _loosest(program, want.dtype),
-                               lambda: _upcast_result(module, args, i, want.dtype))
+                               lambda dtype: _upcast_result(module, args, i, dtype))
             if problem:
                 return Outcome("mismatch", f"call {call} ({sizes}), {names[i]}: {problem}"), actual
     return Outcome("pass"), actual
@@ -141,27 +143,54 @@ def _loosest(program, dtype):
     return max(TOLERANCES.get(d, (0, 0)) for d in dtypes)
 
 
-def _compare(got, want, tolerance, upcast_reference):
+def _compare(got, want, tolerance, upcast):
+    """None if got (compiled) matches want (eager CPU), else the problem.
+    upcast(dtype): this result of the program run on its float inputs
+    converted to dtype (None: no leniency)."""
     atol, rtol = tolerance
     try:
         torch.testing.assert_close(got, want, atol=atol, rtol=rtol, equal_nan=True)
         return None
     except AssertionError as e:
         problem = _first_lines(str(e), 6)
-    if upcast_reference is not None and tolerance != TOLERANCES[torch.float32] and \
-            got.shape == want.shape and got.dtype == want.dtype:
-        try:
-            torch.testing.assert_close(got, upcast_reference(), atol=atol, rtol=rtol,
-                                       equal_nan=True)
-            return None
-        except AssertionError:
-            pass
+    if upcast is None or tolerance == TOLERANCES[torch.float32] or \
+            got.shape != want.shape or got.dtype != want.dtype:
+        return problem
+    try:
+        torch.testing.assert_close(got, upcast(torch.float32).to(want.dtype), atol=atol,
+                                   rtol=rtol, equal_nan=True)
+        return None
+    except AssertionError:
+        pass
+    if _no_less_accurate(got, want, upcast(torch.float64), atol):
+        return None
     return problem
 
 
+def _no_less_accurate(got, want, exact, atol) -> bool:
+    """PyTorch's own accuracy rule for low-precision results
+    (torch._dynamo.utils.same with a float64 reference): the compiled
+    result's RMS error against the float64 run at most 3x eager's, plus
+    atol / 10. A backward graph rounds its saved activations and incoming
+    gradients to the low-precision type at other points than eager does,
+    so neither eager nor a float32 run bounds it elementwise."""
+    exact = exact.double()
+    finite = exact.isfinite()
+    if not (torch.equal(got.isfinite(), finite) and torch.equal(want.isfinite(), finite)):
+        return False
+
+    def rmse(x):
+        return torch.sqrt(torch.mean((x.double()[finite] - exact[finite]) ** 2)).item()
+
+    return rmse(got) <= 3 * rmse(want) + atol / 10
+
+
 def _upcast_result(module, args, i, dtype):
-    upcast = [a.float() if a.dtype in LOW_PRECISION else a for a in args]
-    return module.run_fn(module.fn, upcast)[i].to(dtype)
+    """Result i of the program run on its float inputs converted to dtype
+    (float32: only the low-precision ones)."""
+    upcast = [a.to(dtype) if a.dtype in LOW_PRECISION or (
+        dtype == torch.float64 and a.dtype.is_floating_point) else a for a in args]
+    return module.run_fn(module.fn, upcast)[i]
 
 
 def _first_lines(text: str, n: int = 3) -> str:
