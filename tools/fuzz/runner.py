@@ -51,13 +51,14 @@ class Outcome:
     def ok(self) -> bool:
         return self.status == "pass"
 
-    def signature(self) -> str:
+    def signature(self, whole: bool = False) -> str:
         """What groups failures of one cause: the status and the first line
-        of the message without numbers and names of values."""
-        first = self.message.splitlines()[0] if self.message else ""
-        first = re.sub(r"\b(v|a|s|ks|tmp|buf)\d+\b", "#", first)
-        first = re.sub(r"\b\d+(\.\d+)?(e[+-]?\d+)?\b", "N", first)
-        return f"{self.status}: {first[:160]}"
+        (whole: every line) of the message without numbers and names of
+        values."""
+        text = self.message if whole else (self.message.splitlines() or [""])[0]
+        text = re.sub(r"\b(v|a|s|ks|tmp|buf)\d+\b", "#", text)
+        text = re.sub(r"\b\d+(\.\d+)?(e[+-]?\d+)?\b", "N", text)
+        return f"{self.status}: {text if whole else text[:160]}"
 
 
 def run(program) -> Outcome:
@@ -115,7 +116,7 @@ def _inductor_cpu_fails_alike(program, outcome: Outcome, results) -> bool:
     if cpu_outcome.status != outcome.status:
         return False
     if outcome.status == "error":
-        return cpu_outcome.signature() == outcome.signature()
+        return cpu_outcome.signature(whole=True) == outcome.signature(whole=True)
     same_call = cpu_outcome.message.split(")")[0] == outcome.message.split(")")[0]
     return same_call and all(_compare(got, want, _loosest(program, want.dtype), None) is None
                for got, want in zip(results, cpu_results))
