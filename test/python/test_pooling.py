@@ -526,3 +526,23 @@ def test_pool3d_errors_are_the_cpus():
             case(x)
         with pytest.raises(type(cpu_error.value), match=re.escape(str(cpu_error.value)[:40])):
             case(x.to("maia"))
+
+
+@pytest.mark.parametrize("pool,shape", [
+    (lambda t: F.max_pool2d(t, 2, 1, 1, 2), (3, 1, 3)),         # height 1: taps at -1, 1
+    (lambda t: F.max_pool2d(t, (1, 2), 1, (0, 1), (1, 3)), (2, 5, 2)),  # width 2: -1, 2
+    (lambda t: F.max_pool3d(t, 2, 1, 1, 2), (1, 2, 1, 3, 4)),
+])
+def test_backward_of_a_window_in_the_padding_is_a_clear_error(pool, shape):
+    # ATen's checks let dilation put a whole window in the padding: the
+    # forward gives -inf (the CPU's values and indices), the CPU's backward
+    # then writes out of bounds (heap corruption, found by tools/fuzz).
+    # maia refuses the backward on the host; the device stays usable.
+    x = torch.randn(shape)
+    xm = x.to("maia").requires_grad_()
+    values = pool(xm)
+    torch.testing.assert_close(values.detach().cpu(), pool(x))
+    assert values.detach().isinf().any()
+    with pytest.raises(ValueError, match="lies entirely in the padding .*dilation"):
+        values.sum().backward()
+    assert (xm.detach() * 2).cpu().equal(x * 2)

@@ -54,6 +54,25 @@ void maxPoolBackwardKernel(const char* op, const Tensor& grad_output, const Tens
   if (!target.is_same(grad_input)) grad_input.copy_(target);
 }
 
+void checkNoWindowInPadding(const char* op, std::initializer_list<PoolDim> dims) {
+  for (const PoolDim& d : dims) {
+    for (int64_t i = 0; i < d.output; ++i) {
+      const int64_t first = i * d.stride - d.padding;
+      bool covers_input = false;
+      for (int64_t j = 0; j < d.kernel && !covers_input; ++j) {
+        const int64_t at = first + j * d.dilation;
+        covers_input = at >= 0 && at < d.input;
+      }
+      TORCH_CHECK_VALUE(covers_input, op, ": pooling window ", i,
+                        " lies entirely in the padding (a dimension of size ", d.input,
+                        ", kernel_size ", d.kernel, ", stride ", d.stride, ", padding ",
+                        d.padding, ", dilation ", d.dilation,
+                        "): its forward output is -inf with no input element behind it, "
+                        "so it has no gradient to route back");
+    }
+  }
+}
+
 namespace {
 
 using at::IntArrayRef;
@@ -83,6 +102,12 @@ struct Window {
 };
 
 // ---- max_pool2d ----------------------------------------------------------
+
+void checkWindows(const Tensor& self, const Tensor& grad_output, const Window& w) {
+  checkNoWindowInPadding("max_pool2d_with_indices_backward",
+                         {{self.size(-2), grad_output.size(-2), w.kh, w.sh, w.ph, w.dh},
+                          {self.size(-1), grad_output.size(-1), w.kw, w.sw, w.pw, w.dw}});
+}
 
 void maxPoolKernel(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
                    IntArrayRef padding, IntArrayRef dilation, const Tensor& out,
@@ -122,6 +147,7 @@ Tensor maxPool2dBackward(const Tensor& grad_output, const Tensor& self, IntArray
                          bool ceil_mode, const Tensor& indices) {
   Structured<at::meta::structured_max_pool2d_with_indices_backward, 1> op;
   op.meta(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices);
+  checkWindows(self, grad_output, Window(kernel_size, stride, padding, dilation));
   maxPoolBackwardKernel("max_pool2d_backward", grad_output, indices, op.outputs[0]);
   return op.outputs[0];
 }
@@ -132,6 +158,7 @@ Tensor& maxPool2dBackwardOut(const Tensor& grad_output, const Tensor& self,
                              Tensor& grad_input) {
   Structured<at::meta::structured_max_pool2d_with_indices_backward, 1> op({&grad_input});
   op.meta(grad_output, self, kernel_size, stride, padding, dilation, ceil_mode, indices);
+  checkWindows(self, grad_output, Window(kernel_size, stride, padding, dilation));
   maxPoolBackwardKernel("max_pool2d_backward", grad_output, indices, grad_input);
   return grad_input;
 }

@@ -161,6 +161,13 @@ Tensor& maxPool3dBackwardOut(const Tensor& grad_output, const Tensor& self,
       a.dilation[0], a.dilation[1], a.dilation[2], self.size(-3), self.size(-2), self.size(-1),
       shape[shape.size() - 3], shape[shape.size() - 2], shape[shape.size() - 1],
       "max_pool3d_with_indices_backward_out_cpu_template()");
+  checkNoWindowInPadding("max_pool3d_with_indices_backward",
+                         {{self.size(-3), grad_output.size(-3), a.kernel[0], a.stride[0],
+                           a.padding[0], a.dilation[0]},
+                          {self.size(-2), grad_output.size(-2), a.kernel[1], a.stride[1],
+                           a.padding[1], a.dilation[1]},
+                          {self.size(-1), grad_output.size(-1), a.kernel[2], a.stride[2],
+                           a.padding[2], a.dilation[2]}});
   maxPool3dBackwardInto("max_pool3d_with_indices_backward", grad_output, indices, self,
                         grad_input);
   return grad_input;
