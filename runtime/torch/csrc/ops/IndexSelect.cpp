@@ -75,6 +75,10 @@ Tensor& indexAddInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor
                   "the same sizes apart from dimension ", dim, ", got ", out.sizes(), " and ",
                   source.sizes());
   if (count == 0 || out.numel() == 0) return out;
+  if (at::isReducedFloatingType(out.scalar_type()))
+    return accumulateInOpMath(out, [&](Tensor& wide) -> Tensor& {
+      return indexAddInto(wide, dim, index, source.to(wide.scalar_type()), alpha);
+    });
   Tensor target = (out.dim() == 0 ? out.view({1}) : out);
   Tensor dense = target.is_contiguous() ? target : target.contiguous();
   Tensor src = (source.dim() == 0 ? source.view({1}) : source).contiguous();

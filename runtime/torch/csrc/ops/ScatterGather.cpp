@@ -28,6 +28,7 @@
 #include "ops/Fallback.h"
 #include "ops/HostRouting.h"
 #include "ops/MaiaOps.h"
+#include "ops/OpUtils.h"
 
 namespace torch_maia::ops {
 namespace {
@@ -64,9 +65,11 @@ Tensor gatherOp(const Tensor& self, int64_t dim, const Tensor& index, bool spars
 /// The scatter kernel's modes.
 enum ScatterMode : int64_t { kAssign = 0, kAdd = 1, kMultiply = 2, kAmax = 3, kAmin = 4 };
 
-/// Scatters src (index's shape or larger) into out in place.
+/// Scatters src (index's shape or larger) into out in place; float16/
+/// bfloat16 sums accumulate in float32, rounded once (sum_in_op_math), as
+/// the CPU's scatter_add does.
 Tensor& scatterInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
-                    int64_t mode, const char* name) {
+                    int64_t mode, const char* name, bool sum_in_op_math = true) {
   dim = at::maybe_wrap_dim(dim, out.dim());
   at::native::scatter_gather_dtype_check(name, out, index, src);
   at::native::scatter_shape_check(out, dim, index, src);
@@ -82,6 +85,10 @@ Tensor& scatterInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor&
     out.copy_(host);
     return out;
   }
+  if (sum_in_op_math && mode == kAdd && at::isReducedFloatingType(out.scalar_type()))
+    return accumulateInOpMath(out, [&](Tensor& wide) -> Tensor& {
+      return scatterInto(wide, dim, index, src.to(wide.scalar_type()), mode, name);
+    });
   Tensor idx = index.to(c10::ScalarType::Long);
   const int64_t pad = kRank - std::max<int64_t>(out.dim(), 1);
   launchNn("scatter", out.scalar_type(),
@@ -122,8 +129,17 @@ at::Scalar reductionIdentity(c10::string_view reduce, c10::ScalarType dtype) {
 /// scatter_reduce (and index_reduce through an expanded index) into out, a
 /// copy of self: positions start from self (include_self) or the
 /// reduction's identity; mean divides by the count, flooring integers.
+/// float16/bfloat16 sums and means are accumulated in float32 and rounded
+/// once (sum_in_op_math), as the CPU's scatter_reduce does.
 Tensor& scatterReduceInto(Tensor& out, int64_t dim, const Tensor& index, const Tensor& src,
-                          c10::string_view reduce, bool include_self, const char* name) {
+                          c10::string_view reduce, bool include_self, const char* name,
+                          bool sum_in_op_math = true) {
+  if (sum_in_op_math && (reduce == "sum" || reduce == "mean") &&
+      at::isReducedFloatingType(out.scalar_type()))
+    return accumulateInOpMath(out, [&](Tensor& wide) -> Tensor& {
+      return scatterReduceInto(wide, dim, index, src.to(wide.scalar_type()), reduce,
+                               include_self, name);
+    });
   int64_t mode = kAdd;
   if (reduce == "prod") mode = kMultiply;
   else if (reduce == "amax") mode = kAmax;
@@ -134,7 +150,7 @@ Tensor& scatterReduceInto(Tensor& out, int64_t dim, const Tensor& index, const T
     scatterInto(out, dim, index,
                 scalarSource(out, index, reductionIdentity(reduce, out.scalar_type())), kAssign,
                 name);
-  scatterInto(out, dim, index, src, mode, name);
+  scatterInto(out, dim, index, src, mode, name, sum_in_op_math);
   if (reduce == "mean" && index.numel() > 0) {
     Tensor count = include_self ? at::ones_like(out) : at::zeros_like(out);
     scatterInto(count, dim, index, at::ones_like(src), kAdd, name);
@@ -167,8 +183,10 @@ Tensor& indexReduceInto(Tensor& out, int64_t dim, const Tensor& index, const Ten
               "index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got ",
               reduce, ".");
   dim = at::maybe_wrap_dim(dim, source.dim());
+  // The CPU's index_reduce sums in the 16-bit type itself (its kernel
+  // accumulates in scalar_t, unlike scatter_reduce's): matched.
   return scatterReduceInto(out, dim, scatterIndexOf(index, source, dim), source, reduce,
-                           include_self, "index_reduce");
+                           include_self, "index_reduce", /*sum_in_op_math=*/false);
 }
 
 /// out (resized) holding a copy of self, for the out= variants.
@@ -206,6 +224,16 @@ MAIA_NATIVE_KERNELS(m) {
     Tensor out = self.clone(at::MemoryFormat::Contiguous);
     return scatterInto(out, dim, index, scalarSource(self, index, value), reduceMode(reduce),
                        "scatter");
+  });
+  m.impl("scatter_.reduce", [](Tensor& self, int64_t dim, const Tensor& index,
+                               const Tensor& src, c10::string_view reduce) -> Tensor& {
+    return scatterInto(self, dim, index, src, reduceMode(reduce), "scatter_");
+  });
+  m.impl("scatter_.value_reduce", [](Tensor& self, int64_t dim, const Tensor& index,
+                                     const at::Scalar& value,
+                                     c10::string_view reduce) -> Tensor& {
+    return scatterInto(self, dim, index, scalarSource(self, index, value), reduceMode(reduce),
+                       "scatter_");
   });
   m.impl("scatter_add", [](const Tensor& self, int64_t dim, const Tensor& index,
                            const Tensor& src) {
