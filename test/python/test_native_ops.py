@@ -414,6 +414,45 @@ class TestBatchNorm:
         for a, e in zip(last, self.run("cpu", x, torch.float32, True)):
             torch.testing.assert_close(a, e)
 
+    @pytest.mark.parametrize("training", [True, False])
+    @pytest.mark.parametrize("shape", [(7, 3), (5, 3, 1), (2, 3, 4)])
+    def test_strided_parameters(self, shape, training):
+        # Weight, bias and running statistics that are views (every other
+        # element; an expanded weight). PyTorch's CPU backward ignores the
+        # weight's strides when the input has one element per (sample,
+        # channel) ((N, C) or (N, C, 1): gradients off by the neighbouring
+        # weights, garbage for an expanded one; found by tools/fuzz
+        # --eager), so the reference is the CPU with contiguous copies.
+        torch.manual_seed(1)
+        c = shape[1]
+        x, grad = torch.randn(shape, dtype=torch.float64), torch.randn(shape, dtype=torch.float64)
+        stats = [torch.randn(2 * c, dtype=torch.float64)[::2],
+                 torch.rand(2 * c, dtype=torch.float64)[::2] + 0.5]
+        for weight in (torch.randn(2 * c, dtype=torch.float64)[::2],
+                       torch.randn(1, dtype=torch.float64).expand(c)):
+            bias = torch.randn(3 * c, dtype=torch.float64)[1::3]
+
+            def run(device, contiguous):
+                def prepare(t):
+                    t = t.contiguous() if contiguous else t
+                    if device == "cpu":
+                        return t
+                    # the same view of device memory (to() would compact it)
+                    base = torch.empty(t.untyped_storage().nbytes() // 8, dtype=t.dtype,
+                                       device=device)
+                    base.copy_(torch.as_strided(t, (base.numel(),), (1,), 0))
+                    return torch.as_strided(base, t.shape, t.stride(), t.storage_offset())
+                xi = x.to(device).requires_grad_()
+                w, b = prepare(weight).requires_grad_(), prepare(bias).requires_grad_()
+                mean, var = (None, None) if training else (prepare(s) for s in stats)
+                y = torch.nn.functional.batch_norm(xi, mean, var, w, b, training=training)
+                return [y, *torch.autograd.grad(y, [xi, w, b], grad.to(device))]
+
+            with no_fallback("native_batch_norm", "native_batch_norm_backward"):
+                actual = run("maia", contiguous=False)
+            for a, e in zip(actual, run("cpu", contiguous=True)):
+                torch.testing.assert_close(a.cpu(), e)
+
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
     def test_batch_norm_with_update_and_its_backward(self, dtype):
         # What export and compiled training graphs call; the saved statistics
