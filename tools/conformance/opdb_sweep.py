@@ -456,6 +456,8 @@ def sweep(args):
            if pattern is None or pattern.search(f"{op.name}.{op.variant_test_name}".rstrip("."))]
     ops = ops[index::count]
     modes = ["eager"] + (["static", "dynamic"] if args.compiled else [])
+    if args.modes:
+        modes = [mode for mode in args.modes.split(",") if mode in modes]
     done = _recorded(args.jsonl)
     out = open(args.jsonl, "a") if args.jsonl else sys.stdout
     signal.signal(signal.SIGALRM, _on_alarm)
@@ -666,6 +668,7 @@ def main():
     parser.add_argument("--shard", default="0/1", help="i/n: every n-th op from the i-th")
     parser.add_argument("--dtypes", default="float32,bfloat16,float64,int64,bool")
     parser.add_argument("--compiled", action="store_true", help="also torch.compile on maia")
+    parser.add_argument("--modes", help="with --compiled: only these of eager,static,dynamic")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per (op, dtype, mode)")
     parser.add_argument("--jsonl", help="append results here (default: stdout)")
     parser.add_argument("--summarize", nargs="+", metavar="JSONL",

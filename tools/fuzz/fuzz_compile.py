@@ -5,6 +5,7 @@
     fuzz_compile.py --show 17          # print the program of seed 17
     fuzz_compile.py --nn --float64 ... # products, convolutions, pools, norms too
     fuzz_compile.py --nn --grad ...    # and the gradients of the float inputs
+    fuzz_compile.py --eager ...        # the same programs eagerly on maia
 
 Each failing program is written as standalone Python to OUT/seed_<n>.py
 (run it with the maia environment to reproduce), its minimized form to
@@ -44,9 +45,12 @@ def main(argv=None) -> int:
                              "(other programs for the same seeds)")
     parser.add_argument("--grad", action="store_true",
                         help="compare the gradients of the float inputs too (same programs)")
+    parser.add_argument("--eager", action="store_true",
+                        help="run the programs eagerly on maia instead of compiled")
     args = parser.parse_args(argv)
     options = {"dtypes": DTYPES_WITH_FLOAT64 if args.float64 else DTYPES,
-               "categories": NN_CATEGORIES if args.nn else CATEGORIES, "grad": args.grad}
+               "categories": NN_CATEGORIES if args.nn else CATEGORIES, "grad": args.grad,
+               "eager": args.eager}
 
     if args.show is not None:
         print(generate(args.show, **options).source())
@@ -72,6 +76,9 @@ def main(argv=None) -> int:
           f"{sum(map(len, groups.values())) - ours} reproduced by Inductor CPU (upstream)")
     for signature, seeds in sorted(groups.items(), key=lambda g: -len(g[1])):
         print(f"  {len(seeds):3d} x {signature}  (seeds {seeds[:8]})")
+    fallbacks = {op: n for op, n in torch.maia.fallback_counts().items() if n}
+    if fallbacks:
+        print(f"operators that ran on the host fallback: {fallbacks}")
     return 1 if ours else 0
 
 

@@ -44,6 +44,7 @@ class Program:
     dynamic: object = None      # None (static), True (dynamic=True), "auto"
     alt_sizes: dict | None = None  # "auto": second call with these sizes
     grad: bool = False          # compare gradients too (float inputs require grad)
+    eager: bool = False         # run eagerly on maia instead of compiled
 
     @property
     def compile_dynamic(self):
@@ -159,8 +160,9 @@ def run_fn(fn, args, grad=GRAD):
 
 
 def check():
-    """Compiles fn on maia and compares each call with eager CPU."""
-    compiled = torch.compile(fn, dynamic=DYNAMIC)
+    """Compiles fn on maia (EAGER: runs it eagerly there) and compares each
+    call with eager CPU."""
+    compiled = fn if EAGER else torch.compile(fn, dynamic=DYNAMIC)
     for sizes in SIZE_SETS:
         args = make_inputs(**sizes)
         expected = run_fn(fn, args)
@@ -182,7 +184,7 @@ def _render(p: Program) -> str:
              "import torch", "",
              f"SIZE_SETS = {[dict(sorted(s.items())) for s in p.size_sets()]!r}",
              f"DYNAMIC = {p.compile_dynamic!r}  # {p.dynamic!r}",
-             f"GRAD = {p.grad!r}", "", "",
+             f"GRAD = {p.grad!r}", f"EAGER = {p.eager!r}", "", "",
              f"def make_inputs({', '.join(names)}):",
              f"    g = torch.Generator().manual_seed({p.seed})"]
     for inp in p.inputs:

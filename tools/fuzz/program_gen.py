@@ -127,7 +127,7 @@ class Builder:
         self.values.append(value)
         return value
 
-    def finish(self, dynamic, grad=False):
+    def finish(self, dynamic, grad=False, eager=False):
         used = {name for op in self.ops for name in op.uses}
         sinks = [op.out for op in self.ops if op.out not in used]
         outputs = list(reversed(sinks))[:3]
@@ -136,7 +136,7 @@ class Builder:
             alt = {k: (v + self.rng.choice([1, 2, 5]) if v >= 2 else v)
                    for k, v in self.sizes.items()}
         return Program(self.seed, dict(self.sizes), list(self.inputs), list(self.ops),
-                       outputs, dynamic, alt, grad)
+                       outputs, dynamic, alt, grad, eager)
 
 
 def _eager_input(inp: Input, shape, high, rng: random.Random) -> torch.Tensor:
@@ -151,11 +151,11 @@ def _eager_input(inp: Input, shape, high, rng: random.Random) -> torch.Tensor:
 
 
 def generate(seed: int, max_ops: int = 7, dtypes=DTYPES, categories=CATEGORIES,
-             grad: bool = False) -> Program:
+             grad: bool = False, eager: bool = False) -> Program:
     """The program of seed: valid for eager CPU at its sizes (and alt sizes),
     its ops drawn from categories (ops.CATEGORIES, or nn_ops.NN_CATEGORIES:
     other programs for the same seeds); grad: its gradients are compared
-    too (the same program)."""
+    too, eager: run eagerly on maia, not compiled (the same program)."""
     for attempt in range(50):
         b = Builder(seed, attempt, dtypes)
         first = b.new_input(b.random_shape())
@@ -171,7 +171,7 @@ def generate(seed: int, max_ops: int = 7, dtypes=DTYPES, categories=CATEGORIES,
         if not b.ops:
             continue
         dynamic = b.rng.choice([None, None, True, "auto"])
-        program = b.finish(dynamic, grad)
+        program = b.finish(dynamic, grad, eager)
         if _eager_valid(program):
             return program
     raise RuntimeError(f"no valid program for seed {seed}")

@@ -11,9 +11,9 @@ storage type, a fused kernel computes its chain in float32 and rounds at
 the graph's conversions only. So a low-precision output also passes when
 it is close to the same program run on inputs upcast to float32 (the
 result cast back): a kernel that is right up to where it rounds passes
-one of the two, a wrong kernel neither. Failing both, it still passes by
-PyTorch's own rule for low precision: its RMS error against the program
-run in float64 is at most 3x eager's (_no_less_accurate).
+one of the two, a wrong kernel neither. Any float result failing these
+still passes by PyTorch's own accuracy rule: its RMS error against the
+program run in float64 is at most 3x eager's (_no_less_accurate).
 """
 
 from __future__ import annotations
@@ -63,8 +63,8 @@ class Outcome:
 
 def run(program) -> Outcome:
     outcome, results = _run_compiled(program, "maia")
-    if outcome.status in ("error", "mismatch") and _inductor_cpu_fails_alike(program, outcome,
-                                                                             results):
+    if outcome.status in ("error", "mismatch") and not program.eager and \
+            _inductor_cpu_fails_alike(program, outcome, results):
         return Outcome("upstream", "Inductor CPU fails alike (aten convolutions, no layout "
                        f"optimization: maia's path through Inductor): {outcome.message}")
     return outcome
@@ -78,7 +78,8 @@ def _run_compiled(program, device: str):
         module = program.load()
     except Exception as e:  # the generator printed bad source
         return Outcome("invalid", f"{type(e).__name__}: {e}"), None
-    compiled = torch.compile(module.fn, dynamic=program.compile_dynamic)
+    compiled = module.fn if program.eager else torch.compile(module.fn,
+                                                             dynamic=program.compile_dynamic)
     actual = None
     for call, sizes in enumerate(program.size_sets()):
         try:
@@ -154,27 +155,33 @@ def _compare(got, want, tolerance, upcast):
         return None
     except AssertionError as e:
         problem = _first_lines(str(e), 6)
-    if upcast is None or tolerance == TOLERANCES[torch.float32] or \
-            got.shape != want.shape or got.dtype != want.dtype:
+    if upcast is None or got.shape != want.shape or got.dtype != want.dtype or \
+            not got.dtype.is_floating_point:
         return problem
+    if tolerance != TOLERANCES[torch.float32]:
+        try:
+            torch.testing.assert_close(got, upcast(torch.float32).to(want.dtype), atol=atol,
+                                       rtol=rtol, equal_nan=True)
+            return None
+        except Exception:  # not close, or the program refuses upcast inputs (mixed dtypes)
+            pass
     try:
-        torch.testing.assert_close(got, upcast(torch.float32).to(want.dtype), atol=atol,
-                                   rtol=rtol, equal_nan=True)
-        return None
-    except AssertionError:
+        if _no_less_accurate(got, want, upcast(torch.float64), atol):
+            return None
+    except Exception:
         pass
-    if _no_less_accurate(got, want, upcast(torch.float64), atol):
-        return None
     return problem
 
 
 def _no_less_accurate(got, want, exact, atol) -> bool:
-    """PyTorch's own accuracy rule for low-precision results
-    (torch._dynamo.utils.same with a float64 reference): the compiled
-    result's RMS error against the float64 run at most 3x eager's, plus
-    atol / 10. A backward graph rounds its saved activations and incoming
-    gradients to the low-precision type at other points than eager does,
-    so neither eager nor a float32 run bounds it elementwise."""
+    """PyTorch's own accuracy rule (torch._dynamo.utils.same with a float64
+    reference): the result's RMS error against the float64 run at most 3x
+    eager CPU's, plus atol / 10. For what an elementwise tolerance cannot
+    bound: a backward graph rounds its saved activations and incoming
+    gradients to a low-precision type at other points than eager does, and
+    a normalization of (nearly) constant values multiplies rounding noise
+    by 1/sqrt(eps) (batch_norm over 2049 equal values: 0.02 apart in
+    float32, each as far from the float64 result)."""
     exact = exact.double()
     finite = exact.isfinite()
     if not (torch.equal(got.isfinite(), finite) and torch.equal(want.isfinite(), finite)):
