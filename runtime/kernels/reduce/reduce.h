@@ -204,12 +204,13 @@ struct Cascades<Op, std::void_t<decltype(Op::kCascade)>> : std::bool_constant<Op
 // lane) into a fresh partial, partials kChunk at a time into the next level,
 // and so on, so that no value passes through more than a few hundred adds.
 // A single chain of n adds loses O(n) roundings: a float32 column sum of
-// 100000 values was 40x further from the exact sum than the CPU's. Smaller
-// partials cost speed (32 rows: 10% on a 262144 x 64 column sum; 2048-
-// element line partials: 23% on a 16M norm, the lanes' combine dominating).
+// 100000 values was 40x further from the exact sum than the CPU's. With the
+// loops inlined, 32-row partials cost 2-3% on a 262144 x 64 column sum
+// (not inlined: 10%); lanes are combined once per line (per 2048-element
+// partial cost 23% on a 16M norm).
 constexpr int64_t kChunk = 32;
 constexpr int kLevels = 5;  // kChunk^5 partials before the top level grows
-constexpr int64_t kPartialRows = 512;
+constexpr int64_t kPartialRows = 32;
 constexpr int64_t kPartialLine = 512 * 4 * kLanes;
 
 /// The levels of a cascade over `count` accumulators at a time.
@@ -307,17 +308,19 @@ inline __attribute__((always_inline)) typename Op::Acc reduceLineOnce(const T* b
                                                                       int64_t s, const Op& op);
 
 /// Reduces the line base[0], base[s], ... (n elements); sums in a cascade
-/// of chunks that each keep the vectorized lanes of reduceLineOnce.
+/// (cascadeLanes for a unit-stride line, kPartialRows partials otherwise).
 template <typename T, typename Op>
 typename Op::Acc reduceLine(const T* base, int64_t n, int64_t s, const Op& op) {
   using Acc = typename Op::Acc;
   if constexpr (Cascades<Op>::value) {
     if (s == 1 && n > kPartialLine) return cascadeLanes<4 * kLanes>(base, n, op);
-    if (n > kPartialLine) {
+    // A strided line is one chain: partials of kPartialRows (a (2049, 2)
+    // column sum, one column per program, was 10x the CPU's error).
+    if (s != 1 && n > kPartialRows) {
       Acc storage[kLevels];
       Cascade<Op> cascade(op, 1, storage);
-      for (int64_t r = 0; r < n; r += kPartialLine) {
-        const Acc partial = reduceLineOnce(base + r * s, std::min(kPartialLine, n - r), s, op);
+      for (int64_t r = 0; r < n; r += kPartialRows) {
+        const Acc partial = reduceLineOnce(base + r * s, std::min(kPartialRows, n - r), s, op);
         cascade.add(&partial);
       }
       Acc acc;
