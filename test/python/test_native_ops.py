@@ -512,6 +512,40 @@ def test_half_group_norm_rounds_once(dtype):
     torch.testing.assert_close(actual, expected.to(dtype), atol=ulp, rtol=ulp)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("case", ["4d", "4d_channels_last", "3d", "2d", "one_group",
+                                  "no_affine", "empty"])
+def test_group_norm_backward_is_native_and_matches_cpu(case, dtype):
+    # native_group_norm_backward has no ATen composite: it ran on the host
+    # fallback (tools/fuzz --eager printed it). A channels-last input also
+    # made the forward raise ("view size is not compatible"). Groups of one
+    # element are left out: x - mean is rounding noise times 1/sqrt(eps).
+    shape, groups = {"4d": ((4, 6, 5, 7), 3), "4d_channels_last": ((4, 6, 5, 7), 3),
+                     "3d": ((2, 6, 10), 2), "2d": ((3, 16), 2), "one_group": ((2, 8, 3, 3), 1),
+                     "no_affine": ((2, 6, 4, 3), 2), "empty": ((0, 4, 3), 2)}[case]
+    torch.manual_seed(0)
+    x = torch.randn(shape) * 2 + 1
+    if case == "4d_channels_last":
+        x = x.contiguous(memory_format=torch.channels_last)
+    affine = case != "no_affine"
+    w, b = torch.randn(shape[1]), torch.randn(shape[1])
+    reference = torch.float32 if dtype == torch.float16 else dtype  # no CPU float16 kernel
+
+    def run(device, dtype):
+        xi = x.to(device, dtype).requires_grad_()
+        params = [w.to(device, dtype).requires_grad_(), b.to(device, dtype).requires_grad_()]
+        y = torch.nn.functional.group_norm(xi, groups, *(params if affine else []))
+        grad = torch.linspace(-1, 1, y.numel()).view(y.shape).to(device, dtype)
+        return [y, *torch.autograd.grad(y, [xi] + (params if affine else []), grad)]
+
+    with no_fallback("native_group_norm", "native_group_norm_backward"):
+        actual = run("maia", dtype)
+    tol = {torch.float16: 2e-2, torch.bfloat16: 5e-2}.get(dtype, 1e-5)
+    for a, e in zip(actual, run("cpu", reference)):
+        torch.testing.assert_close(a.cpu().to(reference), e, rtol=tol, atol=tol)
+    assert actual[0].stride() == x.stride() or x.numel() == 0
+
+
 class TestEqualAndFillTensor:
     @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
     def test_equal_matches_cpu(self, dtype):
