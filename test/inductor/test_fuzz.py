@@ -25,6 +25,8 @@ MODES = {
     "float64": {"dtypes": DTYPES_WITH_FLOAT64},                      # --float64
     "nn": {"dtypes": DTYPES_WITH_FLOAT64, "categories": NN_CATEGORIES},  # --nn --float64
     "nn_grad": {"dtypes": DTYPES_WITH_FLOAT64, "categories": NN_CATEGORIES, "grad": True},
+    "nn_grad_eager": {"dtypes": DTYPES_WITH_FLOAT64, "categories": NN_CATEGORIES, "grad": True,
+                      "eager": True},                                 # --nn --grad --eager
 }
 
 SEEDS = range(0, 120)  # about 60 s on 2 cores with a cold Inductor cache
@@ -41,6 +43,11 @@ FLOAT64_SEEDS = sorted(set(range(0, 40)) | {61, 67, 72})
 NN_SEEDS = sorted(set(range(0, 40)) | {54, 527})
 # The same with the gradients of the float inputs compared too.
 NN_GRAD_SEEDS = [seed for seed in range(0, 25) if seed != 3]
+
+# The same programs run eagerly on maia (no compile: ~0.1 s each); longer
+# runs found the max pool, 16-bit scatter, cascade-sum and group_norm fixes
+# of 2026-12-07.
+NN_GRAD_EAGER_SEEDS = range(0, 300)
 
 # Seeds found failing by longer runs (tools/fuzz/fuzz_compile.py), kept in the
 # slice so the bugs stay visible; each with a minimal reproducer.
@@ -91,6 +98,11 @@ def test_compiled_nn_programs_match_eager(seed):
 @pytest.mark.parametrize("seed", NN_GRAD_SEEDS)
 def test_compiled_nn_gradients_match_eager(seed):
     _check("nn_grad", seed)
+
+
+@pytest.mark.parametrize("seed", NN_GRAD_EAGER_SEEDS)
+def test_eager_nn_gradients_match_cpu(seed):
+    _check("nn_grad_eager", seed)
 
 
 @pytest.mark.parametrize("mode,seed", sorted(UPSTREAM))
