@@ -74,35 +74,18 @@ UPSTREAM = {
 }
 
 
-def _check(mode, seed):
+# The slice of each mode: compiled maia against eager CPU, and (the last)
+# eager maia against eager CPU.
+SLICES = {"default": sorted(set(SEEDS) | FIXED), "float64": FLOAT64_SEEDS, "nn": NN_SEEDS,
+          "nn_grad": NN_GRAD_SEEDS, "nn_grad_eager": list(NN_GRAD_EAGER_SEEDS)}
+
+
+@pytest.mark.parametrize("mode,seed", [(mode, seed) for mode, seeds in SLICES.items()
+                                       for seed in seeds])
+def test_program_matches_eager_cpu(mode, seed):
     program = generate(seed, **MODES[mode])
     outcome = run(program)
     assert outcome.ok, f"{outcome.status}: {outcome.message}\n\n{program.source()}"
-
-
-@pytest.mark.parametrize("seed", sorted(set(SEEDS) | FIXED))
-def test_compiled_matches_eager(seed):
-    _check("default", seed)
-
-
-@pytest.mark.parametrize("seed", FLOAT64_SEEDS)
-def test_compiled_matches_eager_with_float64(seed):
-    _check("float64", seed)
-
-
-@pytest.mark.parametrize("seed", NN_SEEDS)
-def test_compiled_nn_programs_match_eager(seed):
-    _check("nn", seed)
-
-
-@pytest.mark.parametrize("seed", NN_GRAD_SEEDS)
-def test_compiled_nn_gradients_match_eager(seed):
-    _check("nn_grad", seed)
-
-
-@pytest.mark.parametrize("seed", NN_GRAD_EAGER_SEEDS)
-def test_eager_nn_gradients_match_cpu(seed):
-    _check("nn_grad_eager", seed)
 
 
 @pytest.mark.parametrize("mode,seed", sorted(UPSTREAM))
