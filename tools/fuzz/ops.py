@@ -240,6 +240,8 @@ def reduce(b: Builder):
     n = len(v.shape)
     if op in ("argmax", "argmin") and not v.exact:
         return  # ties after rounding are noise
+    if op in ("amax", "amin") and not b.ties_safe(v):
+        return
     keep = b.rng.random() < 0.4
     x = v.name
     if op == "prod" and _is_float(v):
@@ -272,6 +274,8 @@ def normalize(b: Builder):
         return
     d = b.rng.randrange(len(v.shape))
     op = b.rng.choice(["softmax", "log_softmax", "logsumexp", "cumsum", "cummax"])
+    if op == "cummax" and not b.ties_safe(v):
+        return
     if op in ("softmax", "log_softmax", "logsumexp") and not _is_float(v):
         return  # eager takes bool, Inductor's decomposition does not: not a maia bug
     if op == "logsumexp":

@@ -51,9 +51,10 @@ class Value:
 
 
 class Builder:
-    def __init__(self, seed: int, attempt: int = 0, dtypes=DTYPES):
+    def __init__(self, seed: int, attempt: int = 0, dtypes=DTYPES, grad: bool = False):
         self.rng = random.Random(seed * 1000 + attempt)  # retries draw other programs
         self.dtypes = dtypes
+        self.grad = grad
         self.seed = seed  # make_inputs' generator: one per seed
         self.sizes = {}
         self.inputs, self.ops, self.values = [], [], []
@@ -105,6 +106,14 @@ class Builder:
         return value
 
     # ------------------------------------------------------------ ops
+    def ties_safe(self, v) -> bool:
+        """Whether an op whose gradient goes to the first (or every) extreme
+        element may read v: with gradients compared, only values equal in
+        eager and compiled code (or float32, where ties are rare). A 16-bit
+        value rounded from a fused float32 chain ties elsewhere than eager's,
+        and cummax's or a max pool's gradient lands on another element."""
+        return not self.grad or v.exact or v.dtype == torch.float32
+
     def pick(self, pred=lambda v: True):
         """A value, preferring recent ones so that ops form chains."""
         choices = [v for v in self.values if pred(v)]
@@ -163,7 +172,7 @@ def generate(seed: int, max_ops: int = 7, dtypes=DTYPES, categories=CATEGORIES,
     other programs for the same seeds); grad: its gradients are compared
     too, eager: run eagerly on maia, not compiled (the same program)."""
     for attempt in range(50):
-        b = Builder(seed, attempt, dtypes)
+        b = Builder(seed, attempt, dtypes, grad)
         first = b.new_input(b.random_shape())
         if b.rng.random() < 0.5:
             b.new_input(first.shape)  # a second operand of the same shape
