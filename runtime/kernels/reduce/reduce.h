@@ -202,12 +202,11 @@ struct Cascades<Op, std::void_t<decltype(Op::kCascade)>> : std::bool_constant<Op
 // Cascade summation, as the CPU's (ATen's cascade_sum): rows are summed
 // kPartialRows at a time (elements of a line kPartialLine at a time, 512 per
 // lane) into a fresh partial, partials kChunk at a time into the next level,
-// and so on, so that no value passes through more than a few hundred adds.
-// A single chain of n adds loses O(n) roundings: a float32 column sum of
-// 100000 values was 40x further from the exact sum than the CPU's. With the
-// loops inlined, 32-row partials cost 2-3% on a 262144 x 64 column sum
-// (not inlined: 10%); lanes are combined once per line (per 2048-element
-// partial cost 23% on a 16M norm).
+// and so on, so that no value passes through more than a few hundred adds:
+// one chain of n adds loses O(n) roundings. The partial loops are inlined
+// and a line's lanes are combined once, at its end: a call or a lane combine
+// per partial costs more than the partials' extra adds (RESULTS.md,
+// 2026-12-07, reduce kernels).
 constexpr int64_t kChunk = 32;
 constexpr int kLevels = 5;  // kChunk^5 partials before the top level grows
 constexpr int64_t kPartialRows = 32;
@@ -285,8 +284,7 @@ typename Op::Acc reduceLanes(const T* base, int64_t n, const Op& op) {
 }
 
 /// A long unit-stride sum: each lane's partials of kPartialLine / Lanes
-/// adds go through a cascade, the lanes are combined once at the end
-/// (combining them per partial cost 5% of a 16M-element sum).
+/// adds go through a cascade; the lanes are combined once, at the end.
 template <int Lanes, typename T, typename Op>
 typename Op::Acc cascadeLanes(const T* base, int64_t n, const Op& op) {
   using Acc = typename Op::Acc;
@@ -301,80 +299,6 @@ typename Op::Acc cascadeLanes(const T* base, int64_t n, const Op& op) {
   cascade.add(partial);
   cascade.total(lanes);
   return finishLanes<Lanes>(lanes, base, rows_end, n, op);
-}
-
-template <typename T, typename Op>
-inline __attribute__((always_inline)) typename Op::Acc reduceLineOnce(const T* base, int64_t n,
-                                                                      int64_t s, const Op& op);
-
-/// Reduces the line base[0], base[s], ... (n elements); sums in a cascade
-/// (cascadeLanes for a unit-stride line, kPartialRows partials otherwise).
-template <typename T, typename Op>
-typename Op::Acc reduceLine(const T* base, int64_t n, int64_t s, const Op& op) {
-  using Acc = typename Op::Acc;
-  if constexpr (Cascades<Op>::value) {
-    if (s == 1 && n > kPartialLine) return cascadeLanes<4 * kLanes>(base, n, op);
-    // A strided line is one chain: partials of kPartialRows (a (2049, 2)
-    // column sum, one column per program, was 10x the CPU's error).
-    if (s != 1 && n > kPartialRows) {
-      Acc storage[kLevels];
-      Cascade<Op> cascade(op, 1, storage);
-      for (int64_t r = 0; r < n; r += kPartialRows) {
-        const Acc partial = reduceLineOnce(base + r * s, std::min(kPartialRows, n - r), s, op);
-        cascade.add(&partial);
-      }
-      Acc acc;
-      cascade.total(&acc);
-      return acc;
-    }
-  }
-  return reduceLineOnce(base, n, s, op);
-}
-
-/// One chain per lane over the whole line.
-template <typename T, typename Op>
-inline __attribute__((always_inline)) typename Op::Acc reduceLineOnce(const T* base, int64_t n,
-                                                                      int64_t s, const Op& op) {
-  using Acc = typename Op::Acc;
-  if constexpr (std::is_same_v<T, float> && IsExtremeF32<Op>::value) {
-    if (s == 1 && n >= 64) return extremeLineF32<IsExtremeF32<Op>::kMax>(base, n);
-  }
-  // Long lines: four vectors of accumulators, so that the adds of one vector
-  // do not wait for the previous one (one chain of adds is latency-bound,
-  // below memory bandwidth).
-  if (s == 1 && n >= 8 * kLanes) return reduceLanes<4 * kLanes>(base, n, op);
-  if (s == 1 && n >= 2 * kLanes) return reduceLanes<kLanes>(base, n, op);
-  Acc acc = op.init();
-  for (int64_t r = 0; r < n; ++r) acc = op.step(acc, load(base[r * s]));
-  return acc;
-}
-
-template <typename T, typename Op>
-inline __attribute__((always_inline)) void reduceColumnsOnce(const T* base, int64_t n, int64_t s1,
-                                                             int64_t s2, int64_t count,
-                                                             const Op& op, typename Op::Acc* acc);
-
-/// acc[j] = reduction over r of base[r * s1 + j * s2], j < count (at most
-/// kBlock); sums in a cascade of kPartialRows-row partials.
-template <typename T, typename Op>
-void reduceColumns(const T* base, int64_t n, int64_t s1, int64_t s2, int64_t count,
-                   const Op& op, typename Op::Acc* acc) {
-  using Acc = typename Op::Acc;
-  if constexpr (Cascades<Op>::value) {
-    if (n > kPartialRows) {
-      static thread_local Acc levels[kLevels * kBlock];
-      Acc partial[kBlock];
-      Cascade<Op> cascade(op, count, levels);
-      for (int64_t r = 0; r < n; r += kPartialRows) {
-        reduceColumnsOnce(base + r * s1, std::min(kPartialRows, n - r), s1, s2, count, op,
-                          partial);
-        cascade.add(partial);
-      }
-      cascade.total(acc);
-      return;
-    }
-  }
-  reduceColumnsOnce(base, n, s1, s2, count, op, acc);
 }
 
 /// One chain per column over all n rows.
@@ -405,6 +329,56 @@ inline __attribute__((always_inline)) void reduceColumnsOnce(const T* base, int6
       for (int64_t j = 0; j < count; ++j) acc[j] = op.step(acc[j], load(row[j * s2]));
     }
   }
+}
+
+/// acc[j] = reduction over r of base[r * s1 + j * s2], j < count (at most
+/// kBlock); sums in a cascade of kPartialRows-row partials.
+template <typename T, typename Op>
+void reduceColumns(const T* base, int64_t n, int64_t s1, int64_t s2, int64_t count,
+                   const Op& op, typename Op::Acc* acc) {
+  using Acc = typename Op::Acc;
+  if constexpr (Cascades<Op>::value) {
+    if (n > kPartialRows) {
+      Acc levels[kLevels * kBlock], partial[kBlock];  // 48 KiB of stack at most
+      Cascade<Op> cascade(op, count, levels);
+      for (int64_t r = 0; r < n; r += kPartialRows) {
+        reduceColumnsOnce(base + r * s1, std::min(kPartialRows, n - r), s1, s2, count, op,
+                          partial);
+        cascade.add(partial);
+      }
+      cascade.total(acc);
+      return;
+    }
+  }
+  reduceColumnsOnce(base, n, s1, s2, count, op, acc);
+}
+
+/// Reduces the line base[0], base[s], ... (n elements). Sums add in a
+/// cascade: cascadeLanes for a unit-stride line; a strided line (a column
+/// of a product's bias gradient, one column per program) is one column of
+/// reduceColumns.
+template <typename T, typename Op>
+typename Op::Acc reduceLine(const T* base, int64_t n, int64_t s, const Op& op) {
+  using Acc = typename Op::Acc;
+  if constexpr (std::is_same_v<T, float> && IsExtremeF32<Op>::value) {
+    if (s == 1 && n >= 64) return extremeLineF32<IsExtremeF32<Op>::kMax>(base, n);
+  }
+  if constexpr (Cascades<Op>::value) {
+    if (s == 1 && n > kPartialLine) return cascadeLanes<4 * kLanes>(base, n, op);
+    if (s != 1 && n > kPartialRows) {
+      Acc acc;
+      reduceColumns(base, n, s, 1, 1, op, &acc);
+      return acc;
+    }
+  }
+  // Long lines: four vectors of accumulators, so that the adds of one vector
+  // do not wait for the previous one (one chain of adds is latency-bound,
+  // below memory bandwidth).
+  if (s == 1 && n >= 8 * kLanes) return reduceLanes<4 * kLanes>(base, n, op);
+  if (s == 1 && n >= 2 * kLanes) return reduceLanes<kLanes>(base, n, op);
+  Acc acc = op.init();
+  for (int64_t r = 0; r < n; ++r) acc = op.step(acc, load(base[r * s]));
+  return acc;
 }
 
 /// Calls block(o, j0, count) for the blocks of this program's slice of the
