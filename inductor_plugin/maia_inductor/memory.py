@@ -5,7 +5,6 @@ conversions between storage and compute types."""
 from __future__ import annotations
 
 import contextlib
-import math
 
 import sympy
 import torch
@@ -51,11 +50,7 @@ class MemoryAccess:
         mem_ty = self.memref_type(name)
         elem = mt.memory_type(dtype)
         kind, base, offsets = self.address(index, buffer)
-        other = self._load_other if self._load_other is not None else 0
-        if not mt.is_float(dtype) and isinstance(other, float) and not math.isfinite(other):
-            # An integer load under a float mask (the index of a gather in
-            # a max pool's padding): masked() selects other for its lanes.
-            other = 0
+        other = mt.masked_fill(self._load_other if self._load_other is not None else 0, dtype)
         if kind == "scalar" or kind == "broadcast":
             # One address for all lanes: under a per-lane mask (padding),
             # read it only if some lane needs it, else it may lie outside

@@ -82,6 +82,16 @@ def index_type(vec: bool) -> str:
     return f"vector<{VL}xindex>" if vec else "index"
 
 
+def masked_fill(other, dtype: torch.dtype):
+    """ops.masked's other as a value of dtype, for the lanes the mask turns
+    off: a non-finite float (a max pool's -inf padding) is 0 for an integer
+    dtype, whose masked lanes are never selected (an index loaded inside the
+    masked body, or an integer result)."""
+    if isinstance(other, float) and not is_float(dtype) and not math.isfinite(other):
+        return 0
+    return other
+
+
 def literal(value, dtype: torch.dtype) -> str:
     """An MLIR literal of value as dtype (special floats as bit patterns)."""
     if dtype == torch.bool:

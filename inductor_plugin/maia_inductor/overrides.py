@@ -9,8 +9,6 @@ raise NotImplementedError naming the op, so Inductor reports it (or falls back).
 
 from __future__ import annotations
 
-import math
-
 import torch
 from torch._inductor.codegen.common import OpOverrides
 from torch._inductor.utils import sympy_index_symbol
@@ -179,9 +177,8 @@ class MaiaOverrides(OpOverrides):
         with k.mask_loads(mask, other) as combined:
             result = body()
         result = _value(result)
-        if isinstance(other, float) and not mt.is_float(result.mdtype) and not math.isfinite(other):
-            other = 0  # an integer result never selects it: the lanes are masked off
-        return k.select(k.compute, combined, result, k.constant(other, result.mdtype))
+        return k.select(k.compute, combined, result,
+                        k.constant(mt.masked_fill(other, result.mdtype), result.mdtype))
 
     @staticmethod
     def rand(seed, offset):
