@@ -13,6 +13,7 @@ pool of exact values is exact.
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING
 
 import sympy
@@ -45,13 +46,6 @@ def _weight(b: Builder, shape, dtype):
     through .t(), transposed."""
     layout = "transposed" if len(shape) >= 2 and b.rng.random() < 0.3 else "contiguous"
     return b.new_input(tuple(shape), dtype, layout=layout)
-
-
-def _product(values):
-    result = 1
-    for value in values:
-        result *= value
-    return result
 
 
 def _window_out(size, kernel, stride, padding, dilation):
@@ -179,7 +173,7 @@ def norm(b: Builder):
     last = v.shape[-1]
     sizes = b.concrete(v.shape)
     group = {"layer": sizes[-1], "rms": sizes[-1], "batch_eval": 2,
-             "batch_train": sizes[0] * _product(sizes[2:])}.get(kind, _product(sizes[1:]))
+             "batch_train": sizes[0] * math.prod(sizes[2:])}.get(kind, math.prod(sizes[1:]))
     if group < 2:
         # one value normalized: x - mean is 0 up to rounding, times
         # 1/sqrt(eps); the CPU's and maia's noise differ, neither is wrong
