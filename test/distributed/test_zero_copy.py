@@ -1,9 +1,10 @@
-"""The IPC transport's zero-copy allreduce: the ranks read each other's
-buffers in place, opened through their allocations' IPC handles, and the
-communication stream waits for the data movement on a device word.
+"""The IPC transport's zero-copy allreduce, all_gather and reduce_scatter:
+the ranks read each other's buffers in place, opened through their
+allocations' IPC handles, and the communication stream waits for the data
+movement on a device word.
 
-MAIA_DIST_IPC_ZERO_COPY_BYTES=1 sends every non-empty allreduce through it
-(by default only messages of 1 MiB and more), so that every op and dtype,
+MAIA_DIST_IPC_ZERO_COPY_BYTES=1 sends every non-empty one through it (by
+default only messages of 1 MiB and more), so that every op and dtype,
 sizes that do not split evenly over the ranks (and fewer elements than
 ranks: empty chunks), transposed and zero-size tensors, repeated calls on
 reused and on fresh buffers, and a peer that dies, run in seconds."""
@@ -16,7 +17,8 @@ import torch.distributed as dist
 
 from collective_support import DTYPES, Failures, check_all_reduce_every_op
 from dist_support import World
-from test_collectives import check_all_reduce
+from test_collectives import (check_all_reduce, check_coalesced, check_movement,
+                              check_reduce_scatter)
 
 ZERO_COPY = {"MAIA_DIST_IPC_ZERO_COPY_BYTES": "1"}
 
@@ -85,6 +87,34 @@ def check_no_host_fallback(rank, world):
     assert torch.maia.fallback_counts() == {}, torch.maia.fallback_counts()
 
 
+def check_in_place_forms(rank, world):
+    """Inputs and outputs that share memory: all_gather from this rank's own
+    block of the output (FSDP2) and from another rank's block (read from a
+    copy: the peers write there), reduce_scatter into its own block of the
+    input (written before the later ranks' blocks are read)."""
+    d = dev(rank)
+    n = 1001
+    before = counts(rank)
+    out = torch.zeros(world * n, device=d)
+    out[rank * n:(rank + 1) * n] = torch.arange(n, dtype=torch.float32) + 1000 * rank
+    dist.all_gather_into_tensor(out, out[rank * n:(rank + 1) * n])
+    expected = torch.cat([torch.arange(n, dtype=torch.float32) + 1000 * r for r in range(world)])
+    assert torch.equal(out.cpu(), expected), "all_gather from its own block"
+    other = (rank + 1) % world
+    out = torch.arange(world * n, dtype=torch.float32, device=d) + 100000 * rank
+    dist.all_gather_into_tensor(out, out[other * n:(other + 1) * n])
+    expected = torch.cat([torch.arange(world * n, dtype=torch.float32)[
+        ((r + 1) % world) * n:((r + 1) % world + 1) * n] + 100000 * r for r in range(world)])
+    assert torch.equal(out.cpu(), expected), "all_gather from another rank's block"
+    inputs = [torch.arange(world * n, dtype=torch.float32) * (r + 1) for r in range(world)]
+    mine = inputs[rank].to(d)
+    dist.reduce_scatter_tensor(mine[rank * n:(rank + 1) * n], mine)
+    expected = sum(inputs)[rank * n:(rank + 1) * n]
+    assert torch.equal(mine[rank * n:(rank + 1) * n].cpu(), expected), "reduce_scatter in place"
+    after = counts(rank)
+    assert after["ipc_zero_copy"] == before["ipc_zero_copy"] + 3, (before, after)
+
+
 def die_in_zero_copy_allreduce(rank, world):
     t = torch.ones(1 << 16, device=dev(rank))
     if rank == 1:
@@ -122,3 +152,18 @@ class TestZeroCopyAllreduce:
                 world.run(die_in_zero_copy_allreduce)
         finally:
             world.close()
+
+
+class TestZeroCopyAllgatherAndReduceScatter:
+    def test_reduce_scatter_every_op_and_dtype(self, zero_copy_world):
+        zero_copy_world.run(check_reduce_scatter)
+
+    def test_data_movement_every_dtype(self, zero_copy_world):
+        zero_copy_world.run(check_movement)
+
+    def test_coalesced_forms(self, zero_copy_world):
+        zero_copy_world.run(check_coalesced)
+
+    def test_inputs_and_outputs_sharing_memory(self, zero_copy_world):
+        zero_copy_world.run(check_in_place_forms)
+        zero_copy_world.run(check_no_host_fallback)

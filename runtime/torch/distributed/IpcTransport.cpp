@@ -103,42 +103,76 @@ std::pair<int64_t, int64_t> chunkOf(int64_t n, int size, int index) {
 
 }  // namespace
 
-namespace {
-
-/// One zero-copy allreduce, as its plan step sees it.
-struct ZeroCopyAllreduce {
+/// One zero-copy collective, as its plan step sees it. The peers read the
+/// exposed buffer of each rank in place:
+/// - allreduce: the buffer itself (numel elements, reduced in place);
+/// - allgather: the input (numel elements per rank) into output;
+/// - reduce-scatter: the input (size x numel elements) into output (numel).
+struct ZeroCopyCollective {
+  enum class Kind { kAllreduce, kAllgather, kReduceScatter };
+  Kind kind = Kind::kAllreduce;
   std::shared_ptr<IpcControl> control;
   IpcControl::ExposedBuffer mine;
-  uint64_t reduced_epoch = 0, done_epoch = 0;
+  /// allreduce only: the barrier between its reduce-scatter and all-gather.
+  uint64_t reduced_epoch = 0;
+  /// The last barrier: no rank returns while a peer still reads its buffer.
+  uint64_t done_epoch = 0;
   int64_t numel = 0;
   at::ScalarType dtype = at::kFloat;
   ReduceOp::RedOpType op = ReduceOp::SUM;
   int rank = 0, size = 0;
   c10::DeviceIndex device = -1;
-  void* data = nullptr;
+  void* data = nullptr;    // the exposed buffer, in this process
+  void* output = nullptr;  // allgather and reduce-scatter
   std::string what;
   IpcControl::WaitLimit limit;
   std::shared_ptr<LaunchStatus> status;
   std::string label;
 };
 
-/// own = own op other, elementwise, in place.
-void combineInPlace(at::Tensor& own, const at::Tensor& other, ReduceOp::RedOpType op) {
+namespace {
+
+/// out = a op b, elementwise; out may be a.
+void combineOut(at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
+                ReduceOp::RedOpType op) {
+  // maia implements the bitwise ops in place only (their .Tensor_out would
+  // fall back to the host).
+  const bool bitwise = op == ReduceOp::BAND || op == ReduceOp::BOR || op == ReduceOp::BXOR;
+  if (bitwise && !a.is_same(out)) out.copy_(a);
   switch (op) {
-    case ReduceOp::SUM: at::add_out(own, own, other); break;
-    case ReduceOp::PRODUCT: at::mul_out(own, own, other); break;
-    case ReduceOp::MIN: at::minimum_out(own, own, other); break;
-    case ReduceOp::MAX: at::maximum_out(own, own, other); break;
-    case ReduceOp::BAND: own.bitwise_and_(other); break;
-    case ReduceOp::BOR: own.bitwise_or_(other); break;
-    case ReduceOp::BXOR: own.bitwise_xor_(other); break;
+    case ReduceOp::SUM: at::add_out(out, a, b); break;
+    case ReduceOp::PRODUCT: at::mul_out(out, a, b); break;
+    case ReduceOp::MIN: at::minimum_out(out, a, b); break;
+    case ReduceOp::MAX: at::maximum_out(out, a, b); break;
+    case ReduceOp::BAND: out.bitwise_and_(b); break;
+    case ReduceOp::BOR: out.bitwise_or_(b); break;
+    case ReduceOp::BXOR: out.bitwise_xor_(b); break;
     default: TORCH_CHECK(false, "maia c10d: the IPC transport got reduction ", int(op));
   }
 }
 
+/// result = sources[0] op sources[1] op ... (in that order). result may be
+/// sources[0], not a later source (it is written before they are read).
+void combine(const at::Tensor& result, const std::vector<at::Tensor>& sources,
+             ReduceOp::RedOpType op) {
+  at::Tensor out = result;  // the *_out functions take a non-const reference
+  if (sources.size() == 1) {
+    if (!sources[0].is_same(out)) out.copy_(sources[0]);
+    return;
+  }
+  for (size_t i = 1; i < sources.size(); ++i) combineOut(out, i == 1 ? sources[0] : out, sources[i], op);
+}
+
+/// Whether the bytes [a, a + a_bytes) and [b, b + b_bytes) overlap.
+bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
+  auto* x = static_cast<const char*>(a);
+  auto* y = static_cast<const char*>(b);
+  return a_bytes > 0 && b_bytes > 0 && x < y + b_bytes && y < x + a_bytes;
+}
+
 }  // namespace
 
-/// The zero-copy allreduce's state, shared with the steps it queued (they
+/// The zero-copy collectives' state, shared with the steps they queued (they
 /// run on driver cores, possibly after the transport's call returned).
 struct IpcTransport::ZeroCopy {
   explicit ZeroCopy(c10::DeviceIndex device)
@@ -146,12 +180,11 @@ struct IpcTransport::ZeroCopy {
 
   /// The plan step, on a driver core once this rank's stream reached the
   /// collective: exposes this rank's buffer, waits until every rank has,
-  /// opens theirs, and enqueues on the helper stream the reduction of this
-  /// rank's chunk from every buffer into its own (reading the peers' in
-  /// place), a barrier, copies of the peers' reduced chunks out of their
-  /// buffers, and a barrier (so that no rank returns while a peer still
-  /// reads its buffer). Returns why it failed, or "".
-  std::string planAllreduce(const ZeroCopyAllreduce& c);
+  /// opens theirs, and enqueues on the helper stream the data movement that
+  /// reads them in place (enqueueMovement) and a last barrier, so that no
+  /// rank returns while a peer still reads its buffer. Returns why it
+  /// failed, or "".
+  std::string plan(const ZeroCopyCollective& c);
 
   /// Where the plan step enqueues the data movement, once it knows the
   /// peers' buffers; the communication stream waits for it on flag.
@@ -160,13 +193,73 @@ struct IpcTransport::ZeroCopy {
   void* flag = nullptr;
   uint64_t launches = 0;  // queued so far (host): the flag's next value
   IpcPeerBuffers peers;
+
+ private:
+  /// buffers: every rank's exposed buffer, mapped in this process.
+  void enqueueMovement(const ZeroCopyCollective& c, const std::vector<char*>& buffers);
+  void barrier(const ZeroCopyCollective& c, uint64_t epoch);
 };
 
-std::string IpcTransport::ZeroCopy::planAllreduce(const ZeroCopyAllreduce& c) {
+void IpcTransport::ZeroCopy::barrier(const ZeroCopyCollective& c, uint64_t epoch) {
+  enqueueHostStep(driverStream(helper), c.status, c.label, c.what,
+                  [control = c.control, epoch, what = c.what, limit = c.limit] {
+                    return control->arriveAndWait(epoch, what, limit);
+                  });
+}
+
+void IpcTransport::ZeroCopy::enqueueMovement(const ZeroCopyCollective& c,
+                                             const std::vector<char*>& buffers) {
+  const size_t element = c10::elementSize(c.dtype);
+  const maiaStream_t stream = driverStream(helper);
+  const auto options =
+      at::TensorOptions().dtype(c.dtype).device(c10::DeviceType::PrivateUse1, c.device);
+  switch (c.kind) {
+    case ZeroCopyCollective::Kind::kAllreduce: {
+      auto chunk = [&](int q, int owner) {
+        auto [lo, hi] = chunkOf(c.numel, c.size, owner);
+        return at::from_blob(buffers[q] + lo * element, {hi - lo}, options);
+      };
+      // Reduce-scatter: this rank's chunk, its own elements first, then the
+      // peers' in rank order (one rank computes each chunk: every rank gets
+      // the same bits).
+      if (at::Tensor own = chunk(c.rank, c.rank); own.numel() > 0)
+        for (int q = 0; q < c.size; ++q)
+          if (q != c.rank) combineOut(own, own, chunk(q, c.rank), c.op);
+      barrier(c, c.reduced_epoch);
+      // All-gather: every peer's reduced chunk, out of its buffer.
+      for (int q = 0; q < c.size; ++q) {
+        if (q == c.rank) continue;
+        at::Tensor from = chunk(q, q);
+        if (from.numel() == 0) continue;
+        MAIA_CHECK(maiaMemcpyAsync(chunk(c.rank, q).data_ptr(), from.data_ptr(), from.nbytes(),
+                                   maiaMemcpyDeviceToDevice, stream));
+      }
+      return;
+    }
+    case ZeroCopyCollective::Kind::kAllgather: {
+      // This rank's own block was copied on the communication stream.
+      const size_t bytes = c.numel * element;
+      for (int q = 0; q < c.size; ++q)
+        if (q != c.rank)
+          MAIA_CHECK(maiaMemcpyAsync(static_cast<char*>(c.output) + q * bytes, buffers[q], bytes,
+                                     maiaMemcpyDeviceToDevice, stream));
+      return;
+    }
+    case ZeroCopyCollective::Kind::kReduceScatter: {
+      // Block rank of every rank's input, in rank order.
+      std::vector<at::Tensor> sources;
+      for (int q = 0; q < c.size; ++q)
+        sources.push_back(at::from_blob(buffers[q] + c.rank * c.numel * element, {c.numel}, options));
+      combine(at::from_blob(c.output, {c.numel}, options), sources, c.op);
+      return;
+    }
+  }
+}
+
+std::string IpcTransport::ZeroCopy::plan(const ZeroCopyCollective& c) {
   c.control->expose(c.mine);
   std::string cause = c.control->arriveAndWait(c.mine.epoch, c.what, c.limit);
   if (!cause.empty()) return cause;
-  const size_t element = c10::elementSize(c.dtype);
   std::vector<char*> buffers(c.size);
   for (int q = 0; q < c.size; ++q) {
     if (q == c.rank) {
@@ -185,37 +278,10 @@ std::string IpcTransport::ZeroCopy::planAllreduce(const ZeroCopyAllreduce& c) {
   try {
     c10::DeviceGuard device_guard(c10::Device(c10::DeviceType::PrivateUse1, c.device));
     c10::StreamGuard stream_guard(helper);
-    const auto options =
-        at::TensorOptions().dtype(c.dtype).device(c10::DeviceType::PrivateUse1, c.device);
-    auto chunk = [&](int q, int owner) {
-      auto [lo, hi] = chunkOf(c.numel, c.size, owner);
-      return at::from_blob(buffers[q] + lo * element, {hi - lo}, options);
-    };
-    // Reduce-scatter: this rank's chunk, its own elements first, then the
-    // peers' in rank order (one rank computes each chunk: every rank gets
-    // the same bits).
-    if (at::Tensor own = chunk(c.rank, c.rank); own.numel() > 0)
-      for (int q = 0; q < c.size; ++q)
-        if (q != c.rank) combineInPlace(own, chunk(q, c.rank), c.op);
-    const maiaStream_t stream = driverStream(helper);
-    auto barrier = [&](uint64_t epoch) {
-      enqueueHostStep(stream, c.status, c.label, c.what,
-                      [control = c.control, epoch, what = c.what, limit = c.limit] {
-                        return control->arriveAndWait(epoch, what, limit);
-                      });
-    };
-    barrier(c.reduced_epoch);
-    // All-gather: every peer's reduced chunk, out of its buffer.
-    for (int q = 0; q < c.size; ++q) {
-      if (q == c.rank) continue;
-      at::Tensor from = chunk(q, q);
-      if (from.numel() == 0) continue;
-      MAIA_CHECK(maiaMemcpyAsync(chunk(c.rank, q).data_ptr(), from.data_ptr(), from.nbytes(),
-                                 maiaMemcpyDeviceToDevice, stream));
-    }
-    barrier(c.done_epoch);
+    enqueueMovement(c, buffers);
+    barrier(c, c.done_epoch);
   } catch (const std::exception& e) {
-    return c10::str("enqueueing the zero-copy allreduce failed: ", e.what());
+    return c10::str("enqueueing the zero-copy ", c.what, " failed: ", e.what());
   }
   return {};
 }
@@ -304,73 +370,48 @@ void IpcTransport::copy(Launch& launch, const at::Tensor& dst, const at::Tensor&
                              driverStream(launch.stream)));
 }
 
-void IpcTransport::combine(const at::Tensor& result, const std::vector<at::Tensor>& sources,
-                           ReduceOp::RedOpType op) const {
-  at::Tensor out = result;  // the *_out functions take a non-const reference
-  const bool bitwise = op == ReduceOp::BAND || op == ReduceOp::BOR || op == ReduceOp::BXOR;
-  // maia implements the bitwise ops in place only (their .Tensor_out would
-  // fall back to the host): start from a copy of the first source.
-  if (bitwise && !sources[0].is_same(out)) out.copy_(sources[0]);
-  for (size_t i = 1; i < sources.size(); ++i) {
-    const at::Tensor& a = i == 1 ? sources[0] : out;
-    const at::Tensor& b = sources[i];
-    switch (op) {
-      case ReduceOp::SUM: at::add_out(out, a, b); break;
-      case ReduceOp::PRODUCT: at::mul_out(out, a, b); break;
-      case ReduceOp::MIN: at::minimum_out(out, a, b); break;
-      case ReduceOp::MAX: at::maximum_out(out, a, b); break;
-      case ReduceOp::BAND: out.bitwise_and_(b); break;
-      case ReduceOp::BOR: out.bitwise_or_(b); break;
-      case ReduceOp::BXOR: out.bitwise_xor_(b); break;
-      default: TORCH_CHECK(false, "maia c10d: the IPC transport got reduction ", int(op));
-    }
-  }
-}
-
 size_t IpcTransport::peerBuffersOpened() const {
   return zero_copy_ ? zero_copy_->peers.opened() : 0;
 }
 
 uint64_t IpcTransport::zeroCopyLaunches() const { return zero_copy_ ? zero_copy_->launches : 0; }
 
-void IpcTransport::allreduceZeroCopy(Launch& launch, const at::Tensor& buffer,
-                                     ReduceOp::RedOpType op) {
-  ZeroCopyAllreduce c;
+bool IpcTransport::takesZeroCopy(const Launch& launch, size_t bytes) const {
+  return zero_copy_ && static_cast<int64_t>(bytes) >= zero_copy_bytes_ &&
+         !isStreamCapturing(launch.stream);
+}
+
+void IpcTransport::launchZeroCopy(Launch& launch, ZeroCopyCollective c, const at::Tensor& exposed) {
   c.control = control_;
   maiaPointerAttributes attributes;
-  MAIA_CHECK(maiaPointerGetAttributes(&attributes, buffer.data_ptr()));
-  MAIA_CHECK(maiaIpcGetMemHandle(&c.mine.handle, buffer.data_ptr()));
-  c.mine.offset = static_cast<char*>(buffer.data_ptr()) - static_cast<char*>(attributes.base);
+  MAIA_CHECK(maiaPointerGetAttributes(&attributes, exposed.data_ptr()));
+  MAIA_CHECK(maiaIpcGetMemHandle(&c.mine.handle, exposed.data_ptr()));
+  c.mine.offset = static_cast<char*>(exposed.data_ptr()) - static_cast<char*>(attributes.base);
   c.mine.epoch = ++epoch_;
-  c.reduced_epoch = ++epoch_;
+  if (c.kind == ZeroCopyCollective::Kind::kAllreduce) c.reduced_epoch = ++epoch_;
   c.done_epoch = ++epoch_;
-  c.numel = buffer.numel();
-  c.dtype = buffer.scalar_type();
-  c.op = op;
   c.rank = rank_;
   c.size = size_;
   c.device = device_;
-  c.data = buffer.data_ptr();
-  c.what = describeReduction("allreduce", c.numel, c.dtype, op) + " (zero-copy)";
+  c.data = exposed.data_ptr();
+  c.what += " (zero-copy)";
   c.limit = waitLimit(launch);
   c.status = launch.status;
   c.label = launch.label;
+  const std::string what = c.what;
   const uint64_t launch_number = ++zero_copy_->launches;
   // The plan step always releases the communication stream's wait, also
   // when it or an earlier step failed: a launch kept running after a failure
   // (MAIA_DIST_ASYNC_ERROR_HANDLING=0) must not hang the stream.
   auto plan = [zc = zero_copy_, c = std::move(c), launch_number] {
     std::string cause;
-    if (!c.status->failed()) cause = zc->planAllreduce(c);
+    if (!c.status->failed()) cause = zc->plan(c);
     if (!cause.empty()) failExchange(*c.status, c.label, cause);
     (void)maiaStreamWriteValue64(driverStream(zc->helper), zc->flag, launch_number);
     return std::string();
   };
   const maiaStream_t comm = driverStream(launch.stream);
-  enqueueHostStep(comm, std::make_shared<LaunchStatus>(), launch.label,
-                  describeReduction("allreduce", buffer.numel(), buffer.scalar_type(), op) +
-                      " (zero-copy)",
-                  std::move(plan));
+  enqueueHostStep(comm, std::make_shared<LaunchStatus>(), launch.label, what, std::move(plan));
   MAIA_CHECK(maiaStreamWaitValue64(comm, zero_copy_->flag, launch_number, maiaStreamWaitValueGeq,
                                    /*timeout_ms=*/0));
 }
@@ -378,12 +419,17 @@ void IpcTransport::allreduceZeroCopy(Launch& launch, const at::Tensor& buffer,
 void IpcTransport::allreduce(Launch& launch, const at::Tensor& buffer, ReduceOp::RedOpType op) {
   const int64_t n = buffer.numel();
   if (n == 0) return;
-  if (zero_copy_ && static_cast<int64_t>(buffer.nbytes()) >= zero_copy_bytes_ &&
-      !isStreamCapturing(launch.stream)) {
-    allreduceZeroCopy(launch, buffer, op);
+  const auto dtype = buffer.scalar_type();
+  if (takesZeroCopy(launch, buffer.nbytes())) {
+    ZeroCopyCollective c;
+    c.kind = ZeroCopyCollective::Kind::kAllreduce;
+    c.numel = n;
+    c.dtype = dtype;
+    c.op = op;
+    c.what = describeReduction("allreduce", n, dtype, op);
+    launchZeroCopy(launch, std::move(c), buffer);
     return;
   }
-  const auto dtype = buffer.scalar_type();
   const int64_t piece = slotElements(dtype);
   const bool direct = static_cast<int64_t>(buffer.nbytes()) <= kDirectBytes;
   const std::string what = describeReduction("allreduce", n, dtype, op);
@@ -465,11 +511,34 @@ void IpcTransport::allgather(Launch& launch, const at::Tensor& input, const at::
   const int64_t n = input.numel();
   if (n == 0) return;
   const auto dtype = input.scalar_type();
+  const std::string what = c10::str("allgather of ", n, " ", dtype, " per rank");
+  if (takesZeroCopy(launch, input.nbytes())) {
+    // The peers read the input while this rank writes the other ranks'
+    // blocks of output: an input inside those (not this rank's own block,
+    // FSDP's in-place case) is read from a copy.
+    const size_t bytes = input.nbytes();
+    auto* out = static_cast<char*>(output.data_ptr());
+    at::Tensor exposed = input;
+    if (overlaps(input.data_ptr(), bytes, out, rank_ * bytes) ||
+        overlaps(input.data_ptr(), bytes, out + (rank_ + 1) * bytes, (size_ - rank_ - 1) * bytes)) {
+      exposed = at::empty_like(input);
+      copy(launch, exposed, input);
+    }
+    copy(launch, output.narrow(0, rank_ * n, n), exposed);
+    ZeroCopyCollective c;
+    c.kind = ZeroCopyCollective::Kind::kAllgather;
+    c.numel = n;
+    c.dtype = dtype;
+    c.output = output.data_ptr();
+    c.what = what;
+    launchZeroCopy(launch, std::move(c), exposed);
+    return;
+  }
   forEachPiece(n, slotElements(dtype), [&](int64_t begin, int64_t m, int slot) {
     at::Tensor mine = input.narrow(0, begin, m);
     copy(launch, slotView(rank_, slot, 0, m, dtype), mine);
     copy(launch, output.narrow(0, rank_ * n + begin, m), mine);
-    sync(launch, c10::str("allgather of ", n, " ", dtype, " per rank"));
+    sync(launch, what);
     for (int p = 0; p < size_; ++p)
       if (p != rank_)
         copy(launch, output.narrow(0, p * n + begin, m), slotView(p, slot, 0, m, dtype));
@@ -481,13 +550,33 @@ void IpcTransport::reduceScatter(Launch& launch, const at::Tensor& input, const 
   const int64_t n = output.numel();
   if (n == 0) return;
   const auto dtype = output.scalar_type();
+  const std::string what = describeReduction("reduce_scatter", n, dtype, op) + " per rank";
+  if (takesZeroCopy(launch, input.nbytes())) {
+    // The peers read the input while this rank writes output, and output is
+    // written before the later ranks' blocks are read: an output inside the
+    // input (in place) gets the input from a copy.
+    at::Tensor exposed = input;
+    if (overlaps(input.data_ptr(), input.nbytes(), output.data_ptr(), output.nbytes())) {
+      exposed = at::empty_like(input);
+      copy(launch, exposed, input);
+    }
+    ZeroCopyCollective c;
+    c.kind = ZeroCopyCollective::Kind::kReduceScatter;
+    c.numel = n;
+    c.dtype = dtype;
+    c.op = op;
+    c.output = output.data_ptr();
+    c.what = what;
+    launchZeroCopy(launch, std::move(c), exposed);
+    return;
+  }
   // A piece covers e elements of every rank's chunk: the slot holds size blocks.
   const int64_t e = slotElements(dtype) / size_;
   forEachPiece(n, e, [&](int64_t begin, int64_t m, int slot) {
     for (int q = 0; q < size_; ++q)
       if (q != rank_)
         copy(launch, slotView(rank_, slot, q * e, m, dtype), input.narrow(0, q * n + begin, m));
-    sync(launch, describeReduction("reduce_scatter", n, dtype, op) + " per rank");
+    sync(launch, what);
     at::Tensor own = input.narrow(0, rank_ * n + begin, m);
     // An output inside the input (in place) is written before own is read.
     if (rank_ != 0 && output.is_alias_of(input)) {

@@ -29,7 +29,8 @@
 // each rank reading 1/size of the reduction work). From
 // MAIA_DIST_IPC_ZERO_COPY_BYTES on, zero-copy: the ranks read each other's
 // buffers directly, opened through their allocations' IPC handles (cached,
-// IpcPeerBuffers), with no slot and three barriers per message. A buffer's
+// IpcPeerBuffers), with no slot and three barriers per message (allgather
+// and reduceScatter too, from the same size of their input: two barriers). A buffer's
 // address is known to its peers only once its rank's stream reaches the
 // collective, so a step on the communication stream exposes it, waits for
 // the peers', and only then enqueues the reads on a helper stream, which
@@ -49,6 +50,8 @@
 
 namespace torch_maia::distributed {
 
+struct ZeroCopyCollective;
+
 class IpcTransport final : public Transport {
  public:
   /// Collective over the ranks of one host: rank is this process's index in
@@ -65,12 +68,12 @@ class IpcTransport final : public Transport {
   size_t slotBytes() const { return slot_bytes_; }
 
   void allreduce(Launch& launch, const at::Tensor& buffer, c10d::ReduceOp::RedOpType op) override;
-  /// Messages of at least this many bytes take the zero-copy allreduce
-  /// (0: never).
+  /// Messages (allreduce's buffer, allgather's and reduce-scatter's input)
+  /// of at least this many bytes take the zero-copy path (0: never).
   int64_t zeroCopyBytes() const { return zero_copy_bytes_; }
   /// Peer allocations opened by the zero-copy path so far (each once).
   size_t peerBuffersOpened() const;
-  /// allreduces queued on the zero-copy path so far.
+  /// Collectives queued on the zero-copy path so far.
   uint64_t zeroCopyLaunches() const;
   void broadcast(Launch& launch, const at::Tensor& buffer, int root) override;
   void reduce(Launch& launch, const at::Tensor& buffer, int root,
@@ -111,9 +114,11 @@ class IpcTransport final : public Transport {
   /// Enqueues a step barrier of the host's ranks on launch.stream; step
   /// says what it moves (every rank must be at the same one).
   void sync(Launch& launch, const std::string& step);
-  /// allreduce of a whole message reading the peers' buffers in place.
-  void allreduceZeroCopy(Launch& launch, const at::Tensor& buffer,
-                         c10d::ReduceOp::RedOpType op);
+  /// Whether a collective of bytes takes the zero-copy path (every rank
+  /// decides alike: same message size, same capture state).
+  bool takesZeroCopy(const Launch& launch, size_t bytes) const;
+  /// Enqueues zero-copy collective c, the peers reading exposed in place.
+  void launchZeroCopy(Launch& launch, ZeroCopyCollective c, const at::Tensor& exposed);
   /// Enqueues body as a host function on launch.stream (skipped once the
   /// launch failed); a non-empty result fails the launch, named by what.
   void hostStep(Launch& launch, const std::string& what, std::function<std::string()> body);
@@ -140,9 +145,6 @@ class IpcTransport final : public Transport {
   /// Elements of dtype per slot.
   int64_t slotElements(at::ScalarType dtype) const;
   void copy(Launch& launch, const at::Tensor& dst, const at::Tensor& src) const;
-  /// out = sources[0] op sources[1] op ... (in that order).
-  void combine(const at::Tensor& out, const std::vector<at::Tensor>& sources,
-               c10d::ReduceOp::RedOpType op) const;
 
   int rank_;
   int size_;
