@@ -185,8 +185,9 @@ class TestCallTimeouts:
         if world.path == "ipc":
             assert "timed out after 1500 ms waiting for rank(s) 1 to reach the same step" \
                 in message, message
-        else:  # Gloo says how long it waited, not for whom
+        else:  # Gloo says how long it waited; the store's progress record, for whom
             assert "1500ms" in message, message
+            assert "rank(s) 1 never reached this collective" in message, message
 
     def test_barrier_timeout_fails_within_it(self, world):
         message, seconds = world.run(barrier_with_call_timeout_fails_fast)[0]
@@ -211,6 +212,9 @@ class TestCallTimeouts:
         assert seconds < FAST_S, (seconds, message)
         if world.path == "ipc":
             assert "it was waiting for rank(s) 1 to reach the same step" in message, message
+        else:
+            assert ("it was waiting for the other ranks to reach the same collective (through "
+                    "Gloo); rank(s) 1 never reached this collective") in message, message
 
 
 def wait_with_timeout_in_abort_mode(rank, world):

@@ -30,15 +30,23 @@ std::string LaunchStatus::message() const {
   return message_;
 }
 
-void LaunchStatus::setWaitingFor(std::string what) {
-  if (parent_) parent_->setWaitingFor(what);  // a sub-launch's (between hosts)
+void LaunchStatus::setWaitingFor(std::string what, std::function<std::string()> absent) {
+  if (parent_) parent_->setWaitingFor(what, absent);  // a sub-launch's (between hosts)
   std::lock_guard<std::mutex> lock(mutex_);
   waiting_for_ = std::move(what);
+  absent_ = std::move(absent);
 }
 
 std::string LaunchStatus::waitingFor() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return waiting_for_;
+  std::string what;
+  std::function<std::string()> absent;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    what = waiting_for_;
+    absent = absent_;
+  }
+  const std::string who = absent ? absent() : "";  // outside the lock: store I/O
+  return who.empty() ? what : what + "; " + who;
 }
 
 std::string describeReduction(const char* collective, int64_t numel, at::ScalarType dtype,
@@ -87,6 +95,10 @@ struct Exchange {
   /// For the signature check: the shortest timeout of the steps (each step
   /// waits with its own).
   std::chrono::milliseconds timeout;
+  /// Where the ranks record their collective exchanges (null: not tracked,
+  /// or a point-to-point launch), and this one's number.
+  std::shared_ptr<ExchangeProgress> progress;
+  uint64_t number = 0;
 };
 
 std::string describe(const std::exception& error) {
@@ -96,7 +108,8 @@ std::string describe(const std::exception& error) {
 }
 
 void fail(const Exchange& exchange, const std::string& cause) {
-  failExchange(*exchange.status, exchange.label, cause);
+  std::string absent = exchange.progress ? exchange.progress->absent(exchange.number) : "";
+  failExchange(*exchange.status, exchange.label, absent.empty() ? cause : cause + "; " + absent);
 }
 
 /// How long to wait for a Gloo collective that ends at timeout itself: a
@@ -137,13 +150,20 @@ std::string disagreement(const Exchange& exchange) {
 void runExchange(void* user_data) {
   std::unique_ptr<Exchange> exchange(static_cast<Exchange*>(user_data));
   LaunchStatus& status = *exchange->status;
+  std::function<std::string()> absent;
+  if (exchange->progress) {
+    exchange->progress->reached(exchange->number);
+    absent = [progress = exchange->progress, number = exchange->number] {
+      return progress->absent(number);
+    };
+  }
   try {
     if (!exchange->signature.empty()) {
-      status.setWaitingFor("the other ranks to reach the same collective (through Gloo)");
+      status.setWaitingFor("the other ranks to reach the same collective (through Gloo)", absent);
       std::string cause = disagreement(*exchange);
       if (!cause.empty()) return fail(*exchange, cause);
     }
-    status.setWaitingFor("the other ranks to complete the exchange (through Gloo)");
+    status.setWaitingFor("the other ranks to complete the exchange (through Gloo)", absent);
     std::vector<c10::intrusive_ptr<c10d::Work>> works;
     works.reserve(exchange->steps.size());
     for (auto& step : exchange->steps) works.push_back(step.issue(step.timeout));
@@ -391,6 +411,10 @@ void GlooTransport::exchange(Launch& launch) {
   exchange->on_exchanged = std::move(launch.on_exchanged);
   exchange->status = launch.status;
   exchange->label = launch.label;
+  if (progress_ && !launch.point_to_point) {
+    exchange->progress = progress_;
+    exchange->number = ++collective_exchanges_;
+  }
   exchange->timeout = std::min_element(exchange->steps.begin(), exchange->steps.end(),
                                        [](const ExchangeStep& a, const ExchangeStep& b) {
                                          return a.timeout < b.timeout;

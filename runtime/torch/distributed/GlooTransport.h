@@ -8,6 +8,7 @@
 // for why it is a host function rather than a progress thread.
 #pragma once
 
+#include "ExchangeProgress.h"
 #include "Transport.h"
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -22,6 +23,11 @@ class GlooTransport final : public Transport {
   const c10::intrusive_ptr<c10d::Backend>& gloo() const { return gloo_; }
   /// Gloo operations issued so far (what the device transports left to it).
   uint64_t operations() const { return operations_.load(); }
+  /// From now on, records in progress how far this rank got, so that a
+  /// failed exchange names the ranks that never reached it.
+  void trackProgress(std::shared_ptr<ExchangeProgress> progress) {
+    progress_ = std::move(progress);
+  }
 
   void allreduce(Launch& launch, const at::Tensor& buffer, c10d::ReduceOp::RedOpType op) override;
   void broadcast(Launch& launch, const at::Tensor& buffer, int root) override;
@@ -58,6 +64,8 @@ class GlooTransport final : public Transport {
 
   c10::intrusive_ptr<c10d::Backend> gloo_;
   std::atomic<uint64_t> operations_{0};
+  std::shared_ptr<ExchangeProgress> progress_;
+  uint64_t collective_exchanges_ = 0;  // enqueued so far (host)
 };
 
 }  // namespace torch_maia::distributed

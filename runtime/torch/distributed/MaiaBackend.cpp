@@ -351,6 +351,11 @@ MaiaBackend::MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo,
   TORCH_CHECK(static_cast<int>(hosts.size()) == getSize(), "maia c10d: got ", hosts.size(),
               " host names for a group of ", getSize());
   host_ = hosts[getRank()];
+  std::vector<int> ranks(getSize());
+  std::iota(ranks.begin(), ranks.end(), 0);
+  gloo_transport_.trackProgress(std::make_shared<ExchangeProgress>(
+      c10::make_intrusive<c10d::PrefixStore>("maia_gloo_progress/", store), "flat/", getRank(),
+      std::move(ranks)));
   setUpTransports(*store, hosts, std::move(leaders), /*hierarchical=*/true);
 }
 
@@ -415,7 +420,15 @@ void MaiaBackend::setUpTransports(c10d::Store& group_store, const std::vector<st
                                            "host" + std::to_string(host) + "/", local_rank,
                                            mine, device_);
   std::unique_ptr<GlooTransport> leaders;
-  if (leaders_gloo) leaders = std::make_unique<GlooTransport>(std::move(leaders_gloo));
+  if (leaders_gloo) {
+    leaders = std::make_unique<GlooTransport>(std::move(leaders_gloo));
+    std::vector<int> leader_ranks;
+    for (int h = 0; h < size / block; ++h) leader_ranks.push_back(h * block);
+    leaders->trackProgress(std::make_shared<ExchangeProgress>(
+        c10::make_intrusive<c10d::PrefixStore>(
+            "maia_gloo_progress/", c10::intrusive_ptr<c10d::Store>::reclaim_copy(&group_store)),
+        "leaders/", host, std::move(leader_ranks)));
+  }
   hier_ = std::make_unique<HierTransport>(gloo_transport_, std::move(local), std::move(leaders),
                                           host, size / block, local_rank, block);
   device_transport_ = hier_.get();

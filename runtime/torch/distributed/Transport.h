@@ -43,14 +43,17 @@ class LaunchStatus {
   std::string message() const;
   /// What the exchange waits for right now ("rank(s) 1 to reach the same
   /// step"; "" when it is not waiting for peers), so that a host that gives
-  /// up on the launch (Work.wait(timeout)) can say whom it waited for.
-  void setWaitingFor(std::string what);
+  /// up on the launch (Work.wait(timeout)) can say whom it waited for;
+  /// absent, if given, says then which peers have not come (it may ask the
+  /// store: it runs on the host that gave up, only then).
+  void setWaitingFor(std::string what, std::function<std::string()> absent = nullptr);
   std::string waitingFor() const;
 
  private:
   mutable std::mutex mutex_;
   std::string message_;
   std::string waiting_for_;
+  std::function<std::string()> absent_;
   std::atomic<bool> failed_{false};
   std::shared_ptr<LaunchStatus> parent_;
 };
