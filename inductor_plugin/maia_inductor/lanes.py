@@ -36,7 +36,7 @@ class VectorRange:
         if divisor == 1 and self.divides(length):
             if V.graph.sizevars.statically_known_equals(length, self.tree.numel):
                 return ROW * self.inner, 1
-            return ModularIndexing(ROW, 1, length / self.inner) * self.inner, 1
+            return ModularIndexing(ROW, 1, sympy.cancel(length / self.inner)) * self.inner, 1
         if divisor != 1 and self.divides(divisor):
             step = sympy.simplify(divisor / self.inner)
             if isinstance(entry.expr, FloorDiv):
@@ -60,6 +60,10 @@ class LaneIndexing:
                 inner = part if inner is None else sympy.gcd(inner, part)
             if inner is None:
                 inner = tree.numel
+            # sympy's gcd of polynomials has a positive leading coefficient:
+            # gcd(6 - s0, 36 - 6*s0) is s0 - 6, negative for every valid s0.
+            if V.graph.sizevars.optimization_hint(inner, fallback=1) < 0:
+                inner = -inner
             self.vector_ranges[tree.prefix] = VectorRange(tree, V.graph.sizevars.simplify(inner))
         return self.vector_ranges[tree.prefix]
 

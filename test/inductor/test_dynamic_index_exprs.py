@@ -109,3 +109,21 @@ def test_attention_scale_of_a_dynamic_head_size(dtype):
         torch.testing.assert_close(compiled(q.to("maia"), k.to("maia"), v.to("maia")).cpu(),
                                    fn(q, k, v), **tolerance)
 
+
+
+@pytest.mark.parametrize("channels", [3, 4, 5])
+def test_epilogue_over_a_length_that_shrinks_as_a_size_grows(channels):
+    # The output length is 6 - s (s: the channel count), so the row split of
+    # the fused minimum is gcd(6 - s, 6 * (6 - s)); sympy's gcd returned
+    # s - 6, a negative row length (wrong values at s = 3).
+    def fn(x, weight, other):
+        y = torch.nn.functional.conv1d(x, weight, None, padding=2, dilation=2, groups=x.shape[1])
+        return torch.minimum(y, other)
+
+    torch.manual_seed(channels)
+    x = torch.randn(1, channels, 6 - channels)
+    weight = torch.randn(2 * channels, 1, 3)
+    other = torch.randn(1, 1, 6 - channels)
+    compiled = torch.compile(fn, dynamic=True)
+    got = compiled(x.to("maia"), weight.to("maia"), other.to("maia"))
+    torch.testing.assert_close(got.cpu(), fn(x, weight, other), atol=1e-5, rtol=1e-5)
