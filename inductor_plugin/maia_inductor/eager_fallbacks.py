@@ -74,13 +74,14 @@ def _twin_name(overload) -> str:
     return name if overload._overloadname == "default" else f"{name}.{overload._overloadname}"
 
 
-def _define(library, overload):
+def _define(library, overload, warn: bool = True):
     schema = str(overload._schema).split("::", 1)[1]
     library.define(schema)
     name = _twin_name(overload)
 
     def run(*args, **kwargs):
-        _warn_once(overload)
+        if warn:
+            _warn_once(overload)
         return overload(*args, **kwargs)
 
     def shapes(*args, **kwargs):
@@ -96,12 +97,23 @@ def _define(library, overload):
     return getattr(getattr(packet, op_name), overload_name or "default")
 
 
-_library = None  # keeps the definitions alive
+@functools.lru_cache(None)
+def _library():
+    return torch.library.Library(LIBRARY, "DEF")  # cached: keeps the definitions alive
 
 
 @functools.lru_cache(None)
 def twins() -> dict:
     """aten overload -> its maia_eager twin (defined on first call)."""
-    global _library
-    _library = torch.library.Library(LIBRARY, "DEF")
-    return {overload: _define(_library, overload) for overload in _aten_overloads()}
+    return {overload: _define(_library(), overload) for overload in _aten_overloads()}
+
+
+@functools.lru_cache(None)
+def convolution_twin():
+    """The twin of aten.convolution, which a compiled graph calls for a
+    float16/bfloat16 convolution with a bias. Inductor's lowering for every
+    device but the CPU splits it into the convolution, rounded to 16 bits,
+    and an add of the bias, rounded again (kernel/conv.py: "cudnn is slower
+    with it"); the eager kernel adds the bias to its float32 accumulator and
+    rounds once, as the CPU does. No warning: nothing is missing."""
+    return _define(_library(), torch.ops.aten.convolution.default, warn=False)

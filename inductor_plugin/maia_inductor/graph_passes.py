@@ -8,7 +8,9 @@ their eager twins, which Inductor calls as fallback kernels (they warn,
 naming the operator, the first time they run). Matrix products become GEMM
 templates (gemm_template.py: mm -> maia_gemm.mm, bmm -> maia_gemm.bmm,
 addmm/baddbmm -> the product plus the bias as a pointwise epilogue),
-convolutions convolution templates (conv_template.py).
+convolutions convolution templates (conv_template.py), and float16/bfloat16
+convolutions with a bias the eager kernel whole (Inductor would round the
+convolution and the bias add separately).
 
 Why a full argmax/argmin needs a pass: Inductor reorders a reduction's loops
 to follow memory order, so the position a reduction reports is the position
@@ -73,6 +75,16 @@ def flatten_full_arg_reductions(graph: torch.fx.Graph) -> None:
         graph.erase_node(node)
 
 
+def round_16bit_convolutions_once(graph: torch.fx.Graph) -> None:
+    """A float16/bfloat16 convolution with a bias on maia calls the eager
+    kernel whole (eager_fallbacks.convolution_twin), as the CPU runs it."""
+    for node in graph.nodes:
+        if (node.op == "call_function" and node.target is aten.convolution.default
+                and node.args[2] is not None and _on_maia(node)
+                and node.meta["val"].dtype in (torch.float16, torch.bfloat16)):
+            node.target = eager_fallbacks.convolution_twin()
+
+
 def run_unlowered_ops_eagerly(graph: torch.fx.Graph) -> None:
     twins = eager_fallbacks.twins()
     for node in graph.nodes:
@@ -88,6 +100,7 @@ class MaiaPostGradPasses(CustomGraphModulePass):
         run_unlowered_ops_eagerly(gm.graph)
         gemm_template.use_gemm_templates(gm.graph)
         conv_template.use_conv_templates(gm.graph)
+        round_16bit_convolutions_once(gm.graph)
         gm.recompile()
 
     def uuid(self):

@@ -271,3 +271,26 @@ def test_resnet_basic_block_matches_cpu():
         "maia_poi_fused__native_batch_norm_legit_no_training_add_convolution_relu_5"]
     assert len(conv_kernels(kernels)) == 5
     torch.testing.assert_close(actual.cpu(), expected, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("groups", [1, 4])
+def test_16bit_convolution_with_bias_rounds_once(dtype, groups):
+    """Inductor's lowering for non-CPU devices splits a convolution with a
+    bias into the convolution, rounded to 16 bits, and an add of the bias,
+    rounded again (a third of the elements 1 ulp off the correctly rounded
+    value, and a zero where a gradient through sqrt(|y|) then is NaN); maia
+    calls the eager kernel whole, which rounds once, as the CPU does."""
+    g = torch.Generator().manual_seed(groups)
+    x = torch.randn(2, 8, 9, 7, generator=g).to(dtype).transpose(-1, -2)
+    weight = torch.randn(8, 8 // groups, 3, 3, generator=g).to(dtype)
+    bias = torch.randn(8, generator=g).to(dtype)
+
+    def fn(x, weight, bias):
+        return F.conv2d(x, weight, bias, padding=2, groups=groups).relu()
+
+    torch._dynamo.reset()
+    actual = torch.compile(fn)(*to_maia((x, weight, bias)))
+    rounded_once = fn(x.double(), weight.double(), bias.double()).to(dtype)
+    assert torch.equal(actual.cpu(), rounded_once)
+    assert torch.equal(fn(x, weight, bias), rounded_once)  # the CPU, for the record
