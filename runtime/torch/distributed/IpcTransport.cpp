@@ -109,8 +109,7 @@ std::pair<int64_t, int64_t> chunkOf(int64_t n, int size, int index) {
 /// - allgather: the input (numel elements per rank) into output;
 /// - reduce-scatter: the input (size x numel elements) into output (numel).
 struct ZeroCopyCollective {
-  enum class Kind { kAllreduce, kAllgather, kReduceScatter };
-  Kind kind = Kind::kAllreduce;
+  ZeroCopyKind kind = ZeroCopyKind::kAllreduce;
   std::shared_ptr<IpcControl> control;
   IpcControl::ExposedBuffer mine;
   /// allreduce only: the barrier between its reduce-scatter and all-gather.
@@ -214,7 +213,7 @@ void IpcTransport::ZeroCopy::enqueueMovement(const ZeroCopyCollective& c,
   const auto options =
       at::TensorOptions().dtype(c.dtype).device(c10::DeviceType::PrivateUse1, c.device);
   switch (c.kind) {
-    case ZeroCopyCollective::Kind::kAllreduce: {
+    case ZeroCopyKind::kAllreduce: {
       auto chunk = [&](int q, int owner) {
         auto [lo, hi] = chunkOf(c.numel, c.size, owner);
         return at::from_blob(buffers[q] + lo * element, {hi - lo}, options);
@@ -236,7 +235,7 @@ void IpcTransport::ZeroCopy::enqueueMovement(const ZeroCopyCollective& c,
       }
       return;
     }
-    case ZeroCopyCollective::Kind::kAllgather: {
+    case ZeroCopyKind::kAllgather: {
       // This rank's own block was copied on the communication stream.
       const size_t bytes = c.numel * element;
       for (int q = 0; q < c.size; ++q)
@@ -245,7 +244,7 @@ void IpcTransport::ZeroCopy::enqueueMovement(const ZeroCopyCollective& c,
                                      maiaMemcpyDeviceToDevice, stream));
       return;
     }
-    case ZeroCopyCollective::Kind::kReduceScatter: {
+    case ZeroCopyKind::kReduceScatter: {
       // Block rank of every rank's input, in rank order.
       std::vector<at::Tensor> sources;
       for (int q = 0; q < c.size; ++q)
@@ -381,24 +380,40 @@ bool IpcTransport::takesZeroCopy(const Launch& launch, size_t bytes) const {
          !isStreamCapturing(launch.stream);
 }
 
-void IpcTransport::launchZeroCopy(Launch& launch, ZeroCopyCollective c, const at::Tensor& exposed) {
+at::Tensor IpcTransport::exposable(Launch& launch, const at::Tensor& input,
+                                   bool overlaps_writes) const {
+  if (!overlaps_writes) return input;
+  at::Tensor copied = at::empty_like(input);
+  copy(launch, copied, input);
+  return copied;
+}
+
+void IpcTransport::launchZeroCopy(Launch& launch, ZeroCopyKind kind, const at::Tensor& exposed,
+                                  int64_t numel, at::ScalarType dtype, ReduceOp::RedOpType op,
+                                  void* output, const std::string& what) {
+  ZeroCopyCollective c;
+  c.kind = kind;
+  c.numel = numel;
+  c.dtype = dtype;
+  c.op = op;
+  c.output = output;
+  c.what = what + " (zero-copy)";
   c.control = control_;
   maiaPointerAttributes attributes;
   MAIA_CHECK(maiaPointerGetAttributes(&attributes, exposed.data_ptr()));
   MAIA_CHECK(maiaIpcGetMemHandle(&c.mine.handle, exposed.data_ptr()));
   c.mine.offset = static_cast<char*>(exposed.data_ptr()) - static_cast<char*>(attributes.base);
   c.mine.epoch = ++epoch_;
-  if (c.kind == ZeroCopyCollective::Kind::kAllreduce) c.reduced_epoch = ++epoch_;
+  if (c.kind == ZeroCopyKind::kAllreduce) c.reduced_epoch = ++epoch_;
   c.done_epoch = ++epoch_;
   c.rank = rank_;
   c.size = size_;
   c.device = device_;
   c.data = exposed.data_ptr();
-  c.what += " (zero-copy)";
   c.limit = waitLimit(launch);
   c.status = launch.status;
   c.label = launch.label;
-  const std::string what = c.what;
+  const std::string step = c.what;
   const uint64_t launch_number = ++zero_copy_->launches;
   // The plan step always releases the communication stream's wait, also
   // when it or an earlier step failed: a launch kept running after a failure
@@ -411,7 +426,7 @@ void IpcTransport::launchZeroCopy(Launch& launch, ZeroCopyCollective c, const at
     return std::string();
   };
   const maiaStream_t comm = driverStream(launch.stream);
-  enqueueHostStep(comm, std::make_shared<LaunchStatus>(), launch.label, what, std::move(plan));
+  enqueueHostStep(comm, std::make_shared<LaunchStatus>(), launch.label, step, std::move(plan));
   MAIA_CHECK(maiaStreamWaitValue64(comm, zero_copy_->flag, launch_number, maiaStreamWaitValueGeq,
                                    /*timeout_ms=*/0));
 }
@@ -421,13 +436,8 @@ void IpcTransport::allreduce(Launch& launch, const at::Tensor& buffer, ReduceOp:
   if (n == 0) return;
   const auto dtype = buffer.scalar_type();
   if (takesZeroCopy(launch, buffer.nbytes())) {
-    ZeroCopyCollective c;
-    c.kind = ZeroCopyCollective::Kind::kAllreduce;
-    c.numel = n;
-    c.dtype = dtype;
-    c.op = op;
-    c.what = describeReduction("allreduce", n, dtype, op);
-    launchZeroCopy(launch, std::move(c), buffer);
+    launchZeroCopy(launch, ZeroCopyKind::kAllreduce, buffer, n, dtype, op, nullptr,
+                   describeReduction("allreduce", n, dtype, op));
     return;
   }
   const int64_t piece = slotElements(dtype);
@@ -518,20 +528,13 @@ void IpcTransport::allgather(Launch& launch, const at::Tensor& input, const at::
     // FSDP's in-place case) is read from a copy.
     const size_t bytes = input.nbytes();
     auto* out = static_cast<char*>(output.data_ptr());
-    at::Tensor exposed = input;
-    if (overlaps(input.data_ptr(), bytes, out, rank_ * bytes) ||
-        overlaps(input.data_ptr(), bytes, out + (rank_ + 1) * bytes, (size_ - rank_ - 1) * bytes)) {
-      exposed = at::empty_like(input);
-      copy(launch, exposed, input);
-    }
+    const at::Tensor exposed = exposable(
+        launch, input,
+        overlaps(input.data_ptr(), bytes, out, rank_ * bytes) ||
+            overlaps(input.data_ptr(), bytes, out + (rank_ + 1) * bytes,
+                     (size_ - rank_ - 1) * bytes));
     copy(launch, output.narrow(0, rank_ * n, n), exposed);
-    ZeroCopyCollective c;
-    c.kind = ZeroCopyCollective::Kind::kAllgather;
-    c.numel = n;
-    c.dtype = dtype;
-    c.output = output.data_ptr();
-    c.what = what;
-    launchZeroCopy(launch, std::move(c), exposed);
+    launchZeroCopy(launch, ZeroCopyKind::kAllgather, exposed, n, dtype, ReduceOp::SUM, out, what);
     return;
   }
   forEachPiece(n, slotElements(dtype), [&](int64_t begin, int64_t m, int slot) {
@@ -555,19 +558,11 @@ void IpcTransport::reduceScatter(Launch& launch, const at::Tensor& input, const 
     // The peers read the input while this rank writes output, and output is
     // written before the later ranks' blocks are read: an output inside the
     // input (in place) gets the input from a copy.
-    at::Tensor exposed = input;
-    if (overlaps(input.data_ptr(), input.nbytes(), output.data_ptr(), output.nbytes())) {
-      exposed = at::empty_like(input);
-      copy(launch, exposed, input);
-    }
-    ZeroCopyCollective c;
-    c.kind = ZeroCopyCollective::Kind::kReduceScatter;
-    c.numel = n;
-    c.dtype = dtype;
-    c.op = op;
-    c.output = output.data_ptr();
-    c.what = what;
-    launchZeroCopy(launch, std::move(c), exposed);
+    const at::Tensor exposed = exposable(
+        launch, input,
+        overlaps(input.data_ptr(), input.nbytes(), output.data_ptr(), output.nbytes()));
+    launchZeroCopy(launch, ZeroCopyKind::kReduceScatter, exposed, n, dtype, op,
+                   output.data_ptr(), what);
     return;
   }
   // A piece covers e elements of every rank's chunk: the slot holds size blocks.

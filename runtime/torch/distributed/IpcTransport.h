@@ -51,6 +51,7 @@
 namespace torch_maia::distributed {
 
 struct ZeroCopyCollective;
+enum class ZeroCopyKind { kAllreduce, kAllgather, kReduceScatter };
 
 class IpcTransport final : public Transport {
  public:
@@ -117,8 +118,15 @@ class IpcTransport final : public Transport {
   /// Whether a collective of bytes takes the zero-copy path (every rank
   /// decides alike: same message size, same capture state).
   bool takesZeroCopy(const Launch& launch, size_t bytes) const;
-  /// Enqueues zero-copy collective c, the peers reading exposed in place.
-  void launchZeroCopy(Launch& launch, ZeroCopyCollective c, const at::Tensor& exposed);
+  /// Enqueues a zero-copy collective of numel elements (per rank for
+  /// allgather and reduce-scatter), the peers reading exposed in place;
+  /// output: allgather's and reduce-scatter's (this rank's).
+  void launchZeroCopy(Launch& launch, ZeroCopyKind kind, const at::Tensor& exposed,
+                      int64_t numel, at::ScalarType dtype, c10d::ReduceOp::RedOpType op,
+                      void* output, const std::string& what);
+  /// input, or a copy of it made on launch.stream when it overlaps what this
+  /// rank writes while its peers read it.
+  at::Tensor exposable(Launch& launch, const at::Tensor& input, bool overlaps_writes) const;
   /// Enqueues body as a host function on launch.stream (skipped once the
   /// launch failed); a non-empty result fails the launch, named by what.
   void hostStep(Launch& launch, const std::string& what, std::function<std::string()> body);
