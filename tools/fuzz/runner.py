@@ -198,10 +198,35 @@ def _no_less_accurate(got, want, exact, atol) -> bool:
 
 def _upcast_result(module, args, i, dtype):
     """Result i of the program run on its float inputs converted to dtype
-    (float32: only the low-precision ones)."""
+    (float32: only the low-precision ones). In float64, a cast the program
+    makes to another float type rounds to it and comes back (_CastsRound):
+    the reference is exact but where the program asks for rounding, and
+    programs that cast (x.to(torch.bfloat16) feeding a float64 weight's
+    convolution) do not fail on mixed dtypes."""
     upcast = [a.to(dtype) if a.dtype in LOW_PRECISION or (
         dtype == torch.float64 and a.dtype.is_floating_point) else a for a in args]
-    return module.run_fn(module.fn, upcast)[i]
+    if dtype != torch.float64:
+        return module.run_fn(module.fn, upcast)[i]
+    with _CastsRound(dtype):
+        return module.run_fn(module.fn, upcast)[i]
+
+
+class _CastsRound(torch.overrides.TorchFunctionMode):
+    """Float results of Tensor.to (and .half(), .bfloat16(), .float()) are
+    returned in `dtype`, after rounding to the type asked for."""
+
+    _CASTS = {torch.Tensor.to, torch.Tensor.half, torch.Tensor.bfloat16, torch.Tensor.float}
+
+    def __init__(self, dtype):
+        super().__init__()
+        self.dtype = dtype
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        if func in self._CASTS and isinstance(result, torch.Tensor) and \
+                result.dtype.is_floating_point and result.dtype != self.dtype:
+            return result.to(self.dtype)
+        return result
 
 
 def _first_lines(text: str, n: int = 3) -> str:
