@@ -185,12 +185,33 @@ class TestNumerics:
     def test_half_precision(self, dtype):
         args = [t.to(dtype) for t in (torch.randn(37, 64), torch.randn(48, 64), torch.randn(48),
                                       torch.randn(37, 48))]
-        # eager CPU rounds the product once, like the template; the bias add
-        # and gelu round again in both
         assert_compiled_matches(linear_gelu_add, *args, dtype=dtype, atol=5e-2, rtol=5e-2)
+        # With a bias the product stays the eager kernel's call (it adds the
+        # bias before it rounds: _splits_exactly); without one it is a
+        # template with the epilogue.
         _, kernels = wrapper_and_kernels(linear_gelu_add, *args)
+        assert not any(UKERNEL_CALL in k.mlir for k in kernels)
+        unbiased = lambda x, w, b, r: F.gelu(x @ w.t()) + r  # noqa: E731
+        assert_compiled_matches(unbiased, *args, dtype=dtype, atol=5e-2, rtol=5e-2)
+        _, kernels = wrapper_and_kernels(unbiased, *args)
         assert len(kernels) == 1
         assert UKERNEL_CALL + ("bf16" if dtype == torch.bfloat16 else "f16") in kernels[0].mlir
+
+    @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+    @pytest.mark.parametrize("product", ["linear", "addmm", "baddbmm"])
+    def test_half_precision_bias_rounds_once_as_eager(self, dtype, product):
+        """In a template the bias would be added to C already rounded to 16
+        bits and rounded again: ~14% of the elements 1 ulp off eager's."""
+        g = torch.Generator().manual_seed(1)
+        x, w, b = (torch.randn(*shape, generator=g).to(dtype)
+                   for shape in ((64, 64), (96, 64), (96,)))
+        fn = {"linear": lambda x, w, b: F.linear(x, w, b).relu(),
+              "addmm": lambda x, w, b: torch.addmm(b, x, w.t(), beta=0.5).relu(),
+              "baddbmm": lambda x, w, b: torch.baddbmm(
+                  b, x.view(4, 16, 64), w.t().expand(4, 64, 96)).relu()}[product]
+        args = [t.to("maia") for t in (x, w, b)]
+        torch._dynamo.reset()
+        assert torch.equal(torch.compile(fn)(*args).cpu(), fn(*args).cpu())
 
     def test_dynamic_shapes_one_kernel_serves_every_size(self):
         w, b = torch.randn(24, 40), torch.randn(24)
