@@ -1,5 +1,9 @@
 """torch.maia / torch.accelerator memory statistics and out-of-memory."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 import torch
 from stream_support import keep_busy
@@ -92,3 +96,30 @@ class TestMemory:
         side.synchronize()
         torch.testing.assert_close(y.cpu(), torch.full((n,), 2.0))
         del busy
+
+
+FILL_CHECK = """
+import torch
+a = torch.ones(1000, device="maia"); del a  # a block that held ones, handed out again
+x = torch.empty(1000, device="maia")
+i = torch.empty(3, dtype=torch.int32, device="maia")
+print(bool(x.isnan().all()), i.tolist())
+"""
+
+
+@pytest.mark.parametrize("fill,expected", [("0xff", "True [-1, -1, -1]"), ("0", "False [0, 0, 0]")])
+def test_alloc_fill_fills_every_allocation(fill, expected):
+    """MAIA_ALLOC_FILL makes reads of memory nothing wrote reproducible."""
+    env = dict(os.environ, MAIA_ALLOC_FILL=fill)
+    out = subprocess.run([sys.executable, "-c", FILL_CHECK], capture_output=True, text=True,
+                         env=env)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expected
+
+
+def test_alloc_fill_refuses_a_value_that_is_not_a_byte():
+    env = dict(os.environ, MAIA_ALLOC_FILL="256")
+    out = subprocess.run([sys.executable, "-c", "import torch; torch.empty(1, device='maia')"],
+                         capture_output=True, text=True, env=env)
+    assert out.returncode != 0
+    assert "MAIA_ALLOC_FILL='256' is not a byte value" in out.stderr

@@ -3,6 +3,7 @@
 #include <c10/util/flat_hash_map.h>
 
 #include <array>
+#include <cstdlib>
 #include <deque>
 #include <map>
 #include <memory>
@@ -36,6 +37,26 @@ constexpr size_t kRoundLarge = 2 << 20;        // ... rounded up to this
 constexpr int kMaxDevices = 16;                // the driver's limit
 
 size_t roundUp(size_t size, size_t step) { return (size + step - 1) / step * step; }
+
+/// MAIA_ALLOC_FILL=<byte> (0-255, decimal or 0x..): every allocation is
+/// filled with it on the current stream before the caller gets it, so that
+/// a kernel reading memory nothing wrote (an output it does not fully
+/// write, a read past a view) reads the same garbage every run instead of
+/// whatever the block held (0xff: NaN in every float dtype, -1 in the
+/// signed integers). -1: off (the default). A debugging aid: each
+/// allocation costs a fill.
+int allocationFill() {
+  static const int fill = [] {
+    const char* value = std::getenv("MAIA_ALLOC_FILL");
+    if (value == nullptr || *value == '\0') return -1;
+    char* end = nullptr;
+    long byte = std::strtol(value, &end, 0);
+    TORCH_CHECK(*end == '\0' && byte >= 0 && byte <= 255, "MAIA_ALLOC_FILL='", value,
+                "' is not a byte value (0-255, e.g. 0xff)");
+    return static_cast<int>(byte);
+  }();
+  return fill;
+}
 
 size_t roundSize(size_t size) {
   return size < kMinBlockSize ? kMinBlockSize : roundUp(size, kMinBlockSize);
@@ -631,6 +652,9 @@ class MaiaCachingAllocator final : public c10::DeviceAllocator {
     DeviceCache& cache = *caches_[device];
     Block* block = cache.malloc(n, stream);
     blocks_.insert(block);
+    if (C10_UNLIKELY(allocationFill() >= 0))
+      MAIA_CHECK(maiaMemsetAsync(block->ptr, allocationFill(), n,
+                                 driverStream(currentStream(device))));
     if (C10_UNLIKELY(c10::memoryProfilingEnabled())) {
       DeviceStats stats = cache.stats();
       c10::reportMemoryUsageToProfiler(block->ptr, static_cast<int64_t>(block->size),
