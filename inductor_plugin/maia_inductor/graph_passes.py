@@ -1,14 +1,17 @@
 """Post-grad FX passes for graphs that run on maia.
 
-Registered as the device's `device_custom_pass` (Inductor runs it after its
-own post-grad passes on every graph that touches a maia tensor).
+Registered as the device's `device_custom_pass` (Inductor runs it on every
+graph that touches a maia tensor, after its pattern passes and before its
+reinplace pass).
 
 Operators without an MLIR lowering (eager_fallbacks.py) are retargeted to
 their eager twins, which Inductor calls as fallback kernels (they warn,
 naming the operator, the first time they run). Matrix products become GEMM
 templates (gemm_template.py: mm -> maia_gemm.mm, bmm -> maia_gemm.bmm,
 addmm/baddbmm -> the product plus the bias as a pointwise epilogue),
-convolutions convolution templates (conv_template.py), and float16/bfloat16
+convolutions convolution templates (conv_template.py); an indexed write
+into an expanded tensor gets a copy of it to write into (Inductor's
+reinplace pass would write into the shared rows); and float16/bfloat16
 convolutions with a bias the eager kernel whole (Inductor would round the
 convolution and the bias add separately).
 
@@ -85,6 +88,40 @@ def round_16bit_convolutions_once(graph: torch.fx.Graph) -> None:
             node.target = eager_fallbacks.convolution_twin()
 
 
+# Out-of-place indexed writes that Inductor's reinplace pass (it runs after
+# this one) turns into writes into their input's memory.
+_INDEXED_WRITES = (aten.index_put.default, aten._unsafe_index_put.default)
+
+
+def _overlaps_itself(value) -> bool:
+    """Whether distinct elements share memory (a stride-0 dimension of size
+    above 1: an expand)."""
+    return any(stride == 0 and size > 1 for size, stride in zip(value.shape, value.stride()))
+
+
+def materialize_overlapping_write_targets(graph: torch.fx.Graph) -> None:
+    """index_put (index_add, index_copy, ... decompose to it) of an expanded
+    maia tensor writes into a contiguous copy of it. Inductor's reinplace
+    pass makes it write into the expanded tensor's memory, where the rows an
+    expand shares collide (pytorch/pytorch#183986, fixed after torch 2.13:
+    index_add of zeros(1, 8).expand(4, -1) gives every row the sum of all
+    rows' updates, on every device, and the CPU's kernel writes out of
+    bounds); the copy makes the write target a tensor of its own."""
+    for node in list(graph.nodes):
+        if node.op != "call_function" or node.target not in _INDEXED_WRITES:
+            continue
+        target = node.args[0]
+        value = target.meta.get("val") if isinstance(target, torch.fx.Node) else None
+        if not isinstance(value, torch.Tensor) or value.device.type != "maia" \
+                or not _overlaps_itself(value):
+            continue
+        with graph.inserting_before(node):
+            copy = _with_value(graph.call_function(
+                aten.clone.default, (target,), {"memory_format": torch.contiguous_format}),
+                value.clone(memory_format=torch.contiguous_format))
+        node.replace_input_with(target, copy)
+
+
 def run_unlowered_ops_eagerly(graph: torch.fx.Graph) -> None:
     twins = eager_fallbacks.twins()
     for node in graph.nodes:
@@ -97,6 +134,7 @@ def run_unlowered_ops_eagerly(graph: torch.fx.Graph) -> None:
 class MaiaPostGradPasses(CustomGraphModulePass):
     def __call__(self, gm: torch.fx.GraphModule) -> None:
         flatten_full_arg_reductions(gm.graph)
+        materialize_overlapping_write_targets(gm.graph)
         run_unlowered_ops_eagerly(gm.graph)
         gemm_template.use_gemm_templates(gm.graph)
         conv_template.use_conv_templates(gm.graph)

@@ -1,5 +1,6 @@
 """Indirect indexing: embedding, gather, index, index_put, scatter; bounds."""
 
+import pytest
 import torch
 import torch.nn.functional as F
 from compile_support import assert_compiled_matches
@@ -44,6 +45,40 @@ def test_index_put_and_scatter_add_accumulate_duplicates():
     idx = torch.randint(0, 5, (6, 40))
     assert_compiled_matches(lambda s, i: torch.zeros(5, 40, device=s.device).scatter_add(0, i, s), src, idx,
                             atol=1e-4)
+
+
+EXPANDED_WRITES = {
+    "index_add": lambda x, src, idx: x.index_add(0, idx, src),
+    "index_copy": lambda x, src, idx: x.index_copy(0, idx[:2], src[:2]),
+    "index_fill": lambda x, src, idx: x.index_fill(0, idx[:2], 5.0),
+    "index_put": lambda x, src, idx: x.index_put((idx,), src, accumulate=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPANDED_WRITES))
+def test_indexed_write_into_an_expanded_tensor(name):
+    # Inductor's reinplace pass wrote into the expand's shared row
+    # (pytorch/pytorch#183986: every row got the sum of all updates, on
+    # every device); graph_passes.materialize_overlapping_write_targets.
+    write = EXPANDED_WRITES[name]
+
+    def fn(src, idx):
+        return write(torch.zeros(1, 8, device=src.device).expand(4, -1), src, idx)
+
+    assert_compiled_matches(fn, torch.arange(24.0).view(3, 8), torch.tensor([0, 1, 0]))
+
+
+def test_index_add_into_an_expanded_gather_float64():
+    # The fuzzer's program (--float64, seed 100578): 153 of 459 elements wrong.
+    def fn(a, index, i, src):
+        rows = torch.gather(a, 1, index)
+        return torch.index_add(rows.unsqueeze(0).expand(3, *rows.shape), 1, i, src)
+
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(3, 3, 17, generator=g, dtype=torch.float64)
+    index = torch.randint(0, 3, (3, 3, 17), generator=g)
+    src = torch.randn(3, 1, 17, 3, generator=g, dtype=torch.float64).transpose(-1, -2)
+    assert_compiled_matches(fn, a, index, torch.tensor([2]), src)
 
 
 def test_embedding_backward_accumulates():
