@@ -108,12 +108,15 @@ def twins() -> dict:
     return {overload: _define(_library(), overload) for overload in _aten_overloads()}
 
 
+# aten operators a compiled graph calls whole, as the eager maia kernel, for
+# float16/bfloat16 operands where Inductor's lowering would round at every
+# step (graph_passes.run_16bit_ops_whole says when).
+WHOLE_IN_16_BITS = (torch.ops.aten.convolution.default, torch.ops.aten.scatter_add.default,
+                    torch.ops.aten.scatter_reduce.two)
+
+
 @functools.lru_cache(None)
-def convolution_twin():
-    """The twin of aten.convolution, which a compiled graph calls for a
-    float16/bfloat16 convolution with a bias. Inductor's lowering for every
-    device but the CPU splits it into the convolution, rounded to 16 bits,
-    and an add of the bias, rounded again (kernel/conv.py: "cudnn is slower
-    with it"); the eager kernel adds the bias to its float32 accumulator and
-    rounds once, as the CPU does. No warning: nothing is missing."""
-    return _define(_library(), torch.ops.aten.convolution.default, warn=False)
+def exact_twins() -> dict:
+    """aten overload of WHOLE_IN_16_BITS -> its maia_eager twin (defined on
+    first call). No warning: nothing is missing."""
+    return {overload: _define(_library(), overload, warn=False) for overload in WHOLE_IN_16_BITS}

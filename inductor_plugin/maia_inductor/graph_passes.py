@@ -12,8 +12,8 @@ addmm/baddbmm -> the product plus the bias as a pointwise epilogue),
 convolutions convolution templates (conv_template.py); an indexed write
 into an expanded tensor gets a copy of it to write into (Inductor's
 reinplace pass would write into the shared rows); and float16/bfloat16
-convolutions with a bias the eager kernel whole (Inductor would round the
-convolution and the bias add separately).
+convolutions with a bias and scattered sums the eager kernel whole
+(Inductor would round at every step, the eager kernel rounds once).
 
 Why a full argmax/argmin needs a pass: Inductor reorders a reduction's loops
 to follow memory order, so the position a reduction reports is the position
@@ -78,14 +78,45 @@ def flatten_full_arg_reductions(graph: torch.fx.Graph) -> None:
         graph.erase_node(node)
 
 
-def round_16bit_convolutions_once(graph: torch.fx.Graph) -> None:
-    """A float16/bfloat16 convolution with a bias on maia calls the eager
-    kernel whole (eager_fallbacks.convolution_twin), as the CPU runs it."""
+def _biased(node: torch.fx.Node) -> bool:
+    return node.args[2] is not None
+
+
+def _sums(node: torch.fx.Node) -> bool:
+    # scatter_reduce.two(self, dim, index, src, reduce, *, include_self);
+    # Inductor decomposes "mean" into a "sum" and a division before this.
+    reduce = node.args[4] if len(node.args) > 4 else node.kwargs.get("reduce")
+    return reduce == "sum"
+
+
+# float16/bfloat16 operators whose eager maia kernel (as the CPU's) rounds
+# once where Inductor's lowering for a non-CPU device rounds at every step,
+# with the condition under which it does (eager_fallbacks.WHOLE_IN_16_BITS
+# defines their twins):
+# - a convolution with a bias: Inductor splits the bias off into an add
+#   ("cudnn is slower with it", kernel/conv.py) that rounds a second time
+#   (428 of 1440 bf16 elements 1 ulp off, and an exact zero where CPU has
+#   none: a NaN gradient through sqrt(|y|), fuzzer seed 70279);
+# - scattered sums: Inductor's atomic adds round every add to 16 bits (the
+#   gradient of cummax, 749 float16 values: RMS error 21x eager's, fuzzer
+#   seed 70646); Inductor CPU falls back to the aten kernel too
+#   (config.cpp.fallback_scatter_reduce_sum), which sums in float32.
+_RUN_WHOLE_IN_16_BITS = {
+    aten.convolution.default: _biased,
+    aten.scatter_add.default: lambda node: True,
+    aten.scatter_reduce.two: _sums,
+}
+
+
+def run_16bit_ops_whole(graph: torch.fx.Graph) -> None:
+    """Calls the eager kernel (eager_fallbacks.exact_twins) for the
+    float16/bfloat16 operators of _RUN_WHOLE_IN_16_BITS on maia."""
+    twins = eager_fallbacks.exact_twins()
     for node in graph.nodes:
-        if (node.op == "call_function" and node.target is aten.convolution.default
-                and node.args[2] is not None and _on_maia(node)
-                and node.meta["val"].dtype in (torch.float16, torch.bfloat16)):
-            node.target = eager_fallbacks.convolution_twin()
+        condition = _RUN_WHOLE_IN_16_BITS.get(node.target) if node.op == "call_function" else None
+        if (condition is not None and _on_maia(node)
+                and node.meta["val"].dtype in (torch.float16, torch.bfloat16) and condition(node)):
+            node.target = twins[node.target]
 
 
 # Out-of-place indexed writes that Inductor's reinplace pass (it runs after
@@ -138,7 +169,7 @@ class MaiaPostGradPasses(CustomGraphModulePass):
         run_unlowered_ops_eagerly(gm.graph)
         gemm_template.use_gemm_templates(gm.graph)
         conv_template.use_conv_templates(gm.graph)
-        round_16bit_convolutions_once(gm.graph)
+        run_16bit_ops_whole(gm.graph)
         gm.recompile()
 
     def uuid(self):

@@ -11,11 +11,12 @@ from concurrent.futures import Future, ThreadPoolExecutor
 import torch
 from torch_maia import _C
 
-from .eager_fallbacks import twins
+from .eager_fallbacks import exact_twins, twins
 from .mlir_types import VL
 
 # Compiled graphs call these (also when loaded from the cache).
 twins()
+exact_twins()
 
 
 class MaiaCompiledKernel:

@@ -81,6 +81,60 @@ def test_index_add_into_an_expanded_gather_float64():
     assert_compiled_matches(fn, a, index, torch.tensor([2]), src)
 
 
+SCATTERED_SUMS = {
+    "scatter_add": lambda out, idx, src: out.scatter_add(1, idx, src),
+    "scatter_reduce_sum": lambda out, idx, src: out.scatter_reduce(1, idx, src, "sum"),
+    "scatter_reduce_mean": lambda out, idx, src: out.scatter_reduce(1, idx, src, "mean"),
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("name", sorted(SCATTERED_SUMS))
+def test_16bit_scattered_sums_accumulate_in_float32(name, dtype):
+    # Inductor's atomic adds round every add to 16 bits; the eager kernel
+    # (as the CPU's) sums in float32: graph_passes.run_16bit_ops_whole.
+    # Bit for bit as eager, but for the mean, which Inductor decomposes
+    # into a sum and a division (rounded twice, as on every device).
+    scatter = SCATTERED_SUMS[name]
+
+    def fn(out, idx, src):
+        return scatter(out, idx, src)
+
+    g = torch.Generator().manual_seed(0)
+    out = torch.ones(2, 3, dtype=dtype)
+    idx = torch.randint(0, 3, (2, 3000), generator=g)
+    src = (torch.rand(2, 3000, generator=g) * 0.02).to(dtype)
+    args = [t.to("maia") for t in (out, idx, src)]
+    torch._dynamo.reset()
+    compiled, eager = torch.compile(fn)(*args).cpu(), fn(*args).cpu()
+    if name == "scatter_reduce_mean":
+        # eager maia divides before it rounds: correctly rounded (the CPU
+        # rounds the sum first)
+        assert torch.equal(eager, fn(out.double(), idx, src.double()).to(dtype))
+        ulp = 2.0 ** -10 if dtype == torch.float16 else 2.0 ** -7
+        torch.testing.assert_close(compiled, eager, atol=0, rtol=ulp)
+    else:
+        assert torch.equal(eager, fn(out, idx, src))  # eager maia is the CPU
+        assert torch.equal(compiled, eager)
+
+
+def test_16bit_cummax_gradient_sums_in_float32():
+    # The fuzzer's program (--nn --grad, seed 70646): the gradient of
+    # cummax is a scatter_add, whose 16-bit atomic adds had an RMS error
+    # 21x eager's.
+    x = torch.randn(1, 749, 1, generator=torch.Generator().manual_seed(70646)).half()
+    weights = torch.linspace(-1, 1, 749, dtype=torch.float64).view(1, 749, 1)
+
+    def gradient(fn, device):
+        leaf = x.to(device).requires_grad_()
+        (fn(leaf).double() * weights.to(device)).sum().backward()
+        return leaf.grad.cpu()
+
+    values = lambda t: torch.cummax(t, 1).values  # noqa: E731
+    torch._dynamo.reset()
+    assert torch.equal(gradient(torch.compile(values), "maia"), gradient(values, "cpu"))
+
+
 def test_embedding_backward_accumulates():
     table = torch.randn(20, 8)
     ids = torch.randint(0, 20, (64,))
