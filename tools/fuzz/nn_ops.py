@@ -74,7 +74,8 @@ def contract(b: Builder):
             b.add_op(f"torch.bmm({x}, {w.name})", [v, w], out, False)
         else:
             c = b.new_input(b.rng.choice([out, (ONE, ONE, n), (n,)]), v.dtype)
-            b.add_op(f"torch.baddbmm({c.name}, {x}, {w.name}, beta=0.5, alpha=2)",
+            beta = "0.5" if v.dtype.is_floating_point else "3"
+            b.add_op(f"torch.baddbmm({c.name}, {x}, {w.name}, beta={beta}, alpha=2)",
                      [c, v, w], out, False)
         return
     if kind == "linear":
@@ -91,6 +92,11 @@ def contract(b: Builder):
     if kind == "addmm" and len(v.shape) == 2:
         c = b.new_input(b.rng.choice([out, (n,), (ONE, n), (v.shape[0], ONE)]), v.dtype)
         scale = b.rng.choice(["", ", beta=0.5", ", alpha=2", ", beta=0"])
+        if not v.dtype.is_floating_point:
+            # integer products take integer scales (torch.addmm's contract; the
+            # CPU truncates 0.5 to 0, Inductor's K = 1 decomposition for
+            # non-CPU devices multiplies by 0.5, upstream)
+            scale = scale.replace("0.5", "3")
         b.add_op(f"torch.addmm({c.name}, {x}, {w.name}{scale})", [c, v, w], out, False)
     elif kind == "mm" and len(v.shape) == 2:
         b.add_op(f"torch.mm({x}, {w.name})", [v, w], out, False)
