@@ -44,7 +44,10 @@ FLOAT64_SEEDS = sorted(set(range(0, 40)) | {61, 67, 72})
 # (test_indexing.py::test_gather_under_a_max_pool_padding_mask).
 NN_SEEDS = sorted(set(range(0, 40)) | {54, 527})
 # The same with the gradients of the float inputs compared too.
-NN_GRAD_SEEDS = [seed for seed in range(0, 25) if seed != 3]
+# 219: a float16 convolution with a bias under dynamic shapes, once run as
+# the eager kernel whole, made its backward hit Inductor's ValueRangeError
+# (graph_passes._biased_static).
+NN_GRAD_SEEDS = [seed for seed in range(0, 25) if seed != 3] + [219]
 
 # The same programs run eagerly on maia (no compile: ~0.1 s each); longer
 # runs found the max pool, 16-bit scatter, cascade-sum and group_norm fixes
