@@ -150,16 +150,14 @@ void combineOut(at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
   }
 }
 
-/// result = sources[0] op sources[1] op ... (in that order). result may be
-/// sources[0], not a later source (it is written before they are read).
+/// result = sources[0] op sources[1] op ... (in that order; at least two
+/// sources: a transport has two ranks or more). result may be sources[0],
+/// not a later source (it is written before they are read).
 void combine(const at::Tensor& result, const std::vector<at::Tensor>& sources,
              ReduceOp::RedOpType op) {
   at::Tensor out = result;  // the *_out functions take a non-const reference
-  if (sources.size() == 1) {
-    if (!sources[0].is_same(out)) out.copy_(sources[0]);
-    return;
-  }
-  for (size_t i = 1; i < sources.size(); ++i) combineOut(out, i == 1 ? sources[0] : out, sources[i], op);
+  for (size_t i = 1; i < sources.size(); ++i)
+    combineOut(out, i == 1 ? sources[0] : out, sources[i], op);
 }
 
 /// Whether the bytes [a, a + a_bytes) and [b, b + b_bytes) overlap.
@@ -248,7 +246,8 @@ void IpcTransport::ZeroCopy::enqueueMovement(const ZeroCopyCollective& c,
       // Block rank of every rank's input, in rank order.
       std::vector<at::Tensor> sources;
       for (int q = 0; q < c.size; ++q)
-        sources.push_back(at::from_blob(buffers[q] + c.rank * c.numel * element, {c.numel}, options));
+        sources.push_back(
+            at::from_blob(buffers[q] + c.rank * c.numel * element, {c.numel}, options));
       combine(at::from_blob(c.output, {c.numel}, options), sources, c.op);
       return;
     }

@@ -354,8 +354,7 @@ MaiaBackend::MaiaBackend(c10::intrusive_ptr<c10d::Backend> gloo,
   std::vector<int> ranks(getSize());
   std::iota(ranks.begin(), ranks.end(), 0);
   gloo_transport_.trackProgress(std::make_shared<ExchangeProgress>(
-      c10::make_intrusive<c10d::PrefixStore>("maia_gloo_progress/", store), "flat/", getRank(),
-      std::move(ranks)));
+      store, "maia_gloo_progress/flat/", getRank(), std::move(ranks)));
   setUpTransports(*store, hosts, std::move(leaders), /*hierarchical=*/true);
 }
 
@@ -425,9 +424,7 @@ void MaiaBackend::setUpTransports(c10d::Store& group_store, const std::vector<st
     std::vector<int> leader_ranks;
     for (int h = 0; h < size / block; ++h) leader_ranks.push_back(h * block);
     leaders->trackProgress(std::make_shared<ExchangeProgress>(
-        c10::make_intrusive<c10d::PrefixStore>(
-            "maia_gloo_progress/", c10::intrusive_ptr<c10d::Store>::reclaim_copy(&group_store)),
-        "leaders/", host, std::move(leader_ranks)));
+        store_, "maia_gloo_progress/leaders/", host, std::move(leader_ranks)));
   }
   hier_ = std::make_unique<HierTransport>(gloo_transport_, std::move(local), std::move(leaders),
                                           host, size / block, local_rank, block);
