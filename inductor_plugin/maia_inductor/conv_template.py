@@ -38,7 +38,8 @@ from torch._inductor.ir import FixedLayout, TemplateBuffer, TensorBox
 from torch._inductor.lowering import register_lowering
 from torch._inductor.virtualized import V, ops
 
-from .template_graph import fake_value, has_pointwise_consumer, replace_node, template_buffer_of
+from .template_graph import (fake_value, has_pointwise_consumer, has_static_layout,
+                             replace_node, template_buffer_of)
 
 LIBRARY = "maia_conv"
 aten = torch.ops.aten
@@ -197,7 +198,7 @@ def _templatable(node: torch.fx.Node) -> bool:
     if any(v is None or v.device.type != "maia" or v.dtype != torch.float32 for v in values):
         return False
     xv, wv, out = values[:3]
-    static = all(isinstance(s, int) for v in (xv, wv, out) for s in (*v.shape, *v.stride()))
+    static = all(has_static_layout(v) for v in (xv, wv, out))
     return (static and not transposed and groups == 1 and xv.dim() == 4 and xv.shape[1] > 0
             and out.numel() > 0 and _max_offset(xv) < MAX_INPUT_OFFSET
             and all(isinstance(s, int) for s in (*stride, *padding, *dilation)))

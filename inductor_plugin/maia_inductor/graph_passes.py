@@ -30,6 +30,7 @@ import torch
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
 from . import conv_template, eager_fallbacks, gemm_template
+from .template_graph import fake_value, has_static_layout
 
 aten = torch.ops.aten
 _ARG_REDUCTIONS = (aten.argmax.default, aten.argmin.default)
@@ -83,9 +84,7 @@ def _biased_static(node: torch.fx.Node) -> bool:
     # convolution_backward fallback, given the twin's output strides, hits
     # Inductor's ValueRangeError in require_stride_order (fuzzer --nn --grad
     # --float64, seed 219), which the upstream split avoids.
-    value = node.meta["val"]
-    static = all(isinstance(d, int) for d in (*value.shape, *value.stride()))
-    return node.args[2] is not None and static
+    return node.args[2] is not None and has_static_layout(node.meta["val"])
 
 
 def _sums(node: torch.fx.Node) -> bool:
@@ -148,9 +147,8 @@ def materialize_overlapping_write_targets(graph: torch.fx.Graph) -> None:
         if node.op != "call_function" or node.target not in _INDEXED_WRITES:
             continue
         target = node.args[0]
-        value = target.meta.get("val") if isinstance(target, torch.fx.Node) else None
-        if not isinstance(value, torch.Tensor) or value.device.type != "maia" \
-                or not _overlaps_itself(value):
+        value = fake_value(target)
+        if value is None or value.device.type != "maia" or not _overlaps_itself(value):
             continue
         with graph.inserting_before(node):
             copy = _with_value(graph.call_function(

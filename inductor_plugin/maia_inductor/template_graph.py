@@ -18,6 +18,12 @@ def fake_value(node):
     return value if isinstance(value, torch.Tensor) else None
 
 
+def has_static_layout(value: torch.Tensor) -> bool:
+    """Whether a fake value's sizes and strides are all plain integers (no
+    dynamic-shape symbols)."""
+    return all(isinstance(d, int) for d in (*value.shape, *value.stride()))
+
+
 def has_pointwise_consumer(node: torch.fx.Node) -> bool:
     """Whether a pointwise operator reads node's result (through views):
     only then can the template fuse more than the bias, which the extern
