@@ -18,6 +18,7 @@ program run in float64 is at most 3x eager's (_no_less_accurate).
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import importlib.util
@@ -205,9 +206,7 @@ def _upcast_result(module, args, i, dtype):
     convolution) do not fail on mixed dtypes."""
     upcast = [a.to(dtype) if a.dtype in LOW_PRECISION or (
         dtype == torch.float64 and a.dtype.is_floating_point) else a for a in args]
-    if dtype != torch.float64:
-        return module.run_fn(module.fn, upcast)[i]
-    with _CastsRound(dtype):
+    with _CastsRound(dtype) if dtype == torch.float64 else contextlib.nullcontext():
         return module.run_fn(module.fn, upcast)[i]
 
 
