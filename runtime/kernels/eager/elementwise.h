@@ -9,6 +9,8 @@
 
 #include <array>
 #include <cstdint>
+#include <tuple>
+#include <utility>
 
 #include <maia/kernel_abi.h>
 
@@ -163,6 +165,58 @@ void ternaryTwoOutputs(void* const* args, const maia_grid_t* grid, Fn fn) {
                                 o1[i * s1] = store<T>(r1);
                               }
                             });
+}
+
+namespace detail {
+
+template <size_t, typename T>
+using Repeat = T;
+
+template <typename C, typename Fn>
+C foldLeft(Fn& fn, C first) {
+  return first;
+}
+template <typename C, typename Fn, typename... Rest>
+C foldLeft(Fn& fn, C first, C second, Rest... rest) {
+  return foldLeft(fn, fn(first, second), rest...);
+}
+
+template <typename T, typename Fn, size_t... I>
+void fold(void* const* args, const maia_grid_t* grid, Fn fn, std::index_sequence<I...>) {
+  constexpr size_t N = sizeof...(I);
+  const auto& out = maia_kernel::memref<T, kRank>(args, 0);
+  forEachRun<T, Repeat<I, T>...>(
+      grid, out, maia_kernel::memref<T, kRank>(args, I + 1)..., [&](T* o, auto... run) {
+        // run: the N input pointers, count, unit, streaming, the output's
+        // stride, the N inputs' strides.
+        const auto parts = std::make_tuple(run...);
+        const std::array<const T*, N> x{std::get<I>(parts)...};
+        const int64_t n = std::get<N>(parts);
+        const bool unit = std::get<N + 1>(parts), streaming = std::get<N + 2>(parts);
+        if (unit) {
+          writeRun(o, n, streaming, [&](T* d, int64_t first, int64_t count) {
+            for (int64_t i = 0; i < count; ++i)
+              d[i] = store<T>(foldLeft(fn, load(x[I][first + i])...));
+          });
+        } else {
+          const int64_t so = std::get<N + 3>(parts);
+          const std::array<int64_t, N> sx{std::get<N + 4 + I>(parts)...};
+          for (int64_t i = 0; i < n; ++i)
+            o[i * so] = store<T>(foldLeft(fn, load(x[I][i * sx[I]])...));
+        }
+      });
+}
+
+}  // namespace detail
+
+/// out = fn(...fn(fn(in_0, in_1), in_2)..., in_{N-1}) elementwise, computed
+/// in T's compute type: N tensors reduced in one pass (each element read
+/// once and written once, where a chain of binary kernels would write and
+/// re-read N-2 intermediate results), in the same order, so with the same
+/// bits as the chain.
+template <typename T, size_t N, typename Fn>
+void fold(void* const* args, const maia_grid_t* grid, Fn fn) {
+  detail::fold<T>(args, grid, fn, std::make_index_sequence<N>{});
 }
 
 /// out = fn(cond, a, b) elementwise (where: values copied as stored).

@@ -3,10 +3,11 @@
 one C++ entry point per (operator, dtype) and the binary's metadata JSON.
 
 Usage: gen_eager_kernels.py OUT_DIR ISA   (ISA: the -march level, e.g. x86-64-v3)
-Writes OUT_DIR/{cast,binary,unary,metadata}.gen.cpp. The kernel names are
+Writes OUT_DIR/{cast,binary,unary,fold,metadata}.gen.cpp. The kernel names are
 the contract with runtime/torch/csrc/ops/EagerKernels.cpp:
     <op>_<dtype>            e.g. add_f32, eq_bf16, where_i64
     cast_<from>_<to>        e.g. cast_f16_f32
+    fold<N>_<op>_<dtype>    e.g. fold4_sum_f32 (the collectives' reductions)
 Every memref argument is rank 4 with dynamic strides (see elementwise.h)."""
 
 import os
@@ -197,6 +198,21 @@ WITH_SCALARS = [
     ("smooth_l1_backward", "op::SmoothL1Backward", 3, ["norm", "beta"], FLOAT),
     ("huber_backward", "op::HuberBackward", 3, ["norm", "delta"], FLOAT),
 ]
+# The reductions of the collectives (runtime/torch/distributed): fold<N>_<op>
+# reduces N same-shape tensors in one pass, in their order. Only the dtypes
+# reductions travel in (MaiaBackend.cpp's wireDtype: float16/bfloat16 reduce
+# in float32, bool as uint8, int16 as int32): op, functor, dtypes.
+WIRE = [d for d in DTYPES if d[0] in ("f32", "f64", "i64", "i32", "i8", "u8")]
+FOLDS = [
+    ("sum", "op::Plus{}", WIRE),
+    ("prod", "op::Mul{}", WIRE),
+    ("min", "op::Minimum{}", WIRE),
+    ("max", "op::Maximum{}", WIRE),
+    ("band", "op::BitwiseAnd{}", [d for d in WIRE if d[3] == "int"]),
+    ("bor", "op::BitwiseOr{}", [d for d in WIRE if d[3] == "int"]),
+    ("bxor", "op::BitwiseXor{}", [d for d in WIRE if d[3] == "int"]),
+]
+FOLD_ARITIES = (3, 4)
 # The elementwise loop (elementwise.h) of each number of tensor inputs, for storage type t.
 LOOPS = {1: lambda t: f"unary<{t}, {t}>", 2: lambda t: f"binary<{t}, {t}, {t}>",
          3: lambda t: f"ternary<{t}>"}
@@ -226,7 +242,7 @@ def memref(meta):
 
 def main(out_dir, isa):
     kernels = []
-    cast, binary, unary = [HEADER], [HEADER], [HEADER]
+    cast, binary, unary, fold = [HEADER], [HEADER], [HEADER], [HEADER]
 
     def add(name, args, source, code):
         kernels.append(kernel(name, args))
@@ -277,7 +293,14 @@ def main(out_dir, isa):
         add(f"where_{name}", [memref(meta), memref("i1"), memref(meta), memref(meta)], unary,
             f"ternarySelect<{t}>(args, grid, [](bool c, {t} a, {t} b) {{ return c ? a : b; }});")
 
+    for arity in FOLD_ARITIES:
+        for op, functor, dtypes in FOLDS:
+            for name, t, meta, _ in dtypes:
+                add(f"fold{arity}_{op}_{name}", [memref(meta)] * (arity + 1), fold,
+                    f"fold<{t}, {arity}>(args, grid, {functor});")
+
     write_binary_sources(out_dir, isa, "gen_eager_kernels.py", kernels, {
+        "fold.gen.cpp": "".join(fold),
         "cast.gen.cpp": "".join(cast),
         "binary.gen.cpp": "".join(binary),
         "unary.gen.cpp": "".join(unary),

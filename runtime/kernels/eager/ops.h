@@ -35,6 +35,8 @@ struct Add {
   C alpha;
   C operator()(C a, C b) const { return a + alpha * b; }
 };
+/// a + b (the collectives' SUM: Add with alpha 1 computes the same).
+struct Plus { template <typename C> C operator()(C a, C b) const { return a + b; } };
 /// a + alpha * b with the full complex product even for a real alpha (an
 /// infinite b gives a NaN imaginary part), as ATen's CPU add computes it.
 template <typename C>

@@ -12,6 +12,7 @@
 #include "IpcPeerBuffers.h"
 #include "MaiaCheck.h"
 #include "MaiaStream.h"
+#include "Reduction.h"
 
 namespace torch_maia::distributed {
 namespace {
@@ -131,35 +132,6 @@ struct ZeroCopyCollective {
 
 namespace {
 
-/// out = a op b, elementwise; out may be a.
-void combineOut(at::Tensor& out, const at::Tensor& a, const at::Tensor& b,
-                ReduceOp::RedOpType op) {
-  // maia implements the bitwise ops in place only (their .Tensor_out would
-  // fall back to the host).
-  const bool bitwise = op == ReduceOp::BAND || op == ReduceOp::BOR || op == ReduceOp::BXOR;
-  if (bitwise && !a.is_same(out)) out.copy_(a);
-  switch (op) {
-    case ReduceOp::SUM: at::add_out(out, a, b); break;
-    case ReduceOp::PRODUCT: at::mul_out(out, a, b); break;
-    case ReduceOp::MIN: at::minimum_out(out, a, b); break;
-    case ReduceOp::MAX: at::maximum_out(out, a, b); break;
-    case ReduceOp::BAND: out.bitwise_and_(b); break;
-    case ReduceOp::BOR: out.bitwise_or_(b); break;
-    case ReduceOp::BXOR: out.bitwise_xor_(b); break;
-    default: TORCH_CHECK(false, "maia c10d: the IPC transport got reduction ", int(op));
-  }
-}
-
-/// result = sources[0] op sources[1] op ... (in that order; at least two
-/// sources: a transport has two ranks or more). result may be sources[0],
-/// not a later source (it is written before they are read).
-void combine(const at::Tensor& result, const std::vector<at::Tensor>& sources,
-             ReduceOp::RedOpType op) {
-  at::Tensor out = result;  // the *_out functions take a non-const reference
-  for (size_t i = 1; i < sources.size(); ++i)
-    combineOut(out, i == 1 ? sources[0] : out, sources[i], op);
-}
-
 /// Whether the bytes [a, a + a_bytes) and [b, b + b_bytes) overlap.
 bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   auto* x = static_cast<const char*>(a);
@@ -219,9 +191,12 @@ void IpcTransport::ZeroCopy::enqueueMovement(const ZeroCopyCollective& c,
       // Reduce-scatter: this rank's chunk, its own elements first, then the
       // peers' in rank order (one rank computes each chunk: every rank gets
       // the same bits).
-      if (at::Tensor own = chunk(c.rank, c.rank); own.numel() > 0)
+      if (at::Tensor own = chunk(c.rank, c.rank); own.numel() > 0) {
+        std::vector<at::Tensor> sources{own};
         for (int q = 0; q < c.size; ++q)
-          if (q != c.rank) combineOut(own, own, chunk(q, c.rank), c.op);
+          if (q != c.rank) sources.push_back(chunk(q, c.rank));
+        combine(own, sources, c.op);
+      }
       barrier(c, c.reduced_epoch);
       // All-gather: every peer's reduced chunk, out of its buffer.
       for (int q = 0; q < c.size; ++q) {
