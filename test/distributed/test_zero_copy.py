@@ -71,6 +71,34 @@ def check_reused_and_fresh_buffers(rank, world):
         assert torch.equal(gathered[p * 50000:(p + 1) * 50000].cpu(), r.cpu()), p
 
 
+def check_freed_segments_are_released(rank, world):
+    """A segment a rank frees (empty_cache) after its peers opened it stays
+    reserved in the rank only until their next collective closes it:
+    repeated allocate, all_reduce, empty_cache cycles keep nothing."""
+    d = dev(rank)
+    segment = 16 << 20
+    small = torch.ones(1024, device=d)  # the closing collective's buffer, cached first
+    torch.maia.synchronize()
+    torch.maia.empty_cache()
+    free_before, _ = torch.maia.mem_get_info(d)
+    opened_before = counts(rank)["ipc_peer_buffers_opened"]
+    for i in range(12):
+        t = torch.full((segment // 4,), float(rank + i), device=d)
+        dist.all_reduce(t)
+        torch.maia.synchronize()
+        del t
+        torch.maia.empty_cache()
+    dist.all_reduce(small)  # the peers close the last cycle's segment first
+    torch.maia.synchronize()
+    free_after, _ = torch.maia.mem_get_info(d)
+    assert free_after >= free_before - segment, (
+        f"{(free_before - free_after) >> 20} MiB still reserved after 12 cycles of "
+        f"{segment >> 20} MiB")
+    # Each cycle's segments were opened and closed again: the peers' small
+    # buffers stay open.
+    assert counts(rank)["ipc_peer_buffers_opened"] <= opened_before + world - 1, counts(rank)
+
+
 def check_zero_size_and_views(rank, world):
     d = dev(rank)
     empty = torch.empty(0, device=d)
@@ -139,6 +167,9 @@ class TestZeroCopyAllreduce:
 
     def test_reused_and_fresh_buffers_agree_on_every_rank(self, zero_copy_world):
         zero_copy_world.run(check_reused_and_fresh_buffers)
+
+    def test_freed_segments_are_released(self, zero_copy_world):
+        zero_copy_world.run(check_freed_segments_are_released)
 
     def test_zero_size_and_views_into_larger_allocations(self, zero_copy_world):
         zero_copy_world.run(check_zero_size_and_views)

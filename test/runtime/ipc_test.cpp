@@ -414,6 +414,82 @@ TEST(IpcTest, FreeWhileOpenElsewhereKeepsThePagesUntilTheLastClose) {
   EXPECT_TRUE(child.join());
 }
 
+TEST(IpcTest, AnImporterSeesTheOwnersFreeAndClosesBehindItsStream) {
+  Peer child([](Peer& exporter) {
+    int devices = 0;
+    MAIA_ASSERT_OK(maiaGetDeviceCount(&devices));  // the driver's own mappings
+    const int mappings = deviceMemoryMappings();
+    auto handle = exporter.receive<maiaIpcMemHandle_t>();
+    void* shared = nullptr;
+    MAIA_ASSERT_OK(maiaIpcOpenMemHandle(&shared, handle, 0));
+    int freed = -1;
+    MAIA_ASSERT_OK(maiaIpcMemHandleFreedByOwner(shared, &freed));
+    EXPECT_EQ(freed, 0);
+    // Work queued before the close reads the memory after the owner's free.
+    maiaStream_t stream = nullptr;
+    MAIA_ASSERT_OK(maiaStreamCreate(&stream, 0));
+    void* copy = nullptr;
+    MAIA_ASSERT_OK(maiaMalloc(&copy, kCount * sizeof(int64_t)));
+    exporter.send(kReady);
+    EXPECT_EQ(exporter.receive<Signal>(), kExit);  // the owner freed it
+    MAIA_ASSERT_OK(maiaIpcMemHandleFreedByOwner(shared, &freed));
+    EXPECT_EQ(freed, 1);
+    MAIA_ASSERT_OK(maiaMemcpyAsync(copy, shared, kCount * sizeof(int64_t),
+                                   maiaMemcpyDeviceToDevice, stream));
+    MAIA_ASSERT_OK(maiaIpcCloseMemHandleAsync(shared, stream));
+    // Closed for the caller at once; unmapped behind the stream's copy.
+    EXPECT_EQ(maiaIpcMemHandleFreedByOwner(shared, &freed), maiaErrorInvalidDevicePointer);
+    EXPECT_EQ(maiaIpcCloseMemHandleAsync(shared, stream), maiaErrorInvalidDevicePointer);
+    MAIA_ASSERT_OK(maiaStreamSynchronize(stream));
+    EXPECT_EQ(download(copy, kCount), iota(kCount, 42));
+    EXPECT_EQ(deviceMemoryMappings(), mappings);
+    MAIA_ASSERT_OK(maiaFree(copy));
+    MAIA_ASSERT_OK(maiaStreamDestroy(stream));
+    exporter.send(kDone);
+  });
+  const size_t baseline = freeBytes();
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
+  upload(d, iota(kCount, 42));
+  maiaIpcMemHandle_t handle;
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
+  child.send(handle);
+  EXPECT_EQ(child.receive<Signal>(), kReady);
+  MAIA_ASSERT_OK(maiaFree(d));
+  EXPECT_LT(freeBytes(), baseline);  // retired while the child has it open
+  child.send(kExit);
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  EXPECT_EQ(freeBytes(), baseline);
+  EXPECT_TRUE(child.join());
+}
+
+TEST(IpcTest, AsyncCloseOnAnotherDevicesStreamIsRefused) {
+  Peer child([](Peer& exporter) {
+    auto handle = exporter.receive<maiaIpcMemHandle_t>();
+    void* shared = nullptr;
+    MAIA_ASSERT_OK(maiaSetDevice(0));
+    MAIA_ASSERT_OK(maiaIpcOpenMemHandle(&shared, handle, 0));
+    MAIA_ASSERT_OK(maiaSetDevice(1));
+    maiaStream_t other = nullptr;
+    MAIA_ASSERT_OK(maiaStreamCreate(&other, 0));
+    EXPECT_EQ(maiaIpcCloseMemHandleAsync(shared, other), maiaErrorInvalidValue);
+    EXPECT_NE(std::string(maiaGetLastErrorMessage()).find("another device"), std::string::npos);
+    MAIA_ASSERT_OK(maiaStreamDestroy(other));
+    int freed = -1;
+    EXPECT_EQ(maiaIpcMemHandleFreedByOwner(nullptr, &freed), maiaErrorInvalidDevicePointer);
+    MAIA_ASSERT_OK(maiaIpcCloseMemHandle(shared));  // still open: the refusal dropped nothing
+    exporter.send(kDone);
+  });
+  void* d = nullptr;
+  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
+  maiaIpcMemHandle_t handle;
+  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
+  child.send(handle);
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  MAIA_ASSERT_OK(maiaFree(d));
+  EXPECT_TRUE(child.join());
+}
+
 TEST(IpcTest, MemoryStaysOpenAfterItsExporterExits) {
   Peer child([](Peer& importer) {
     void* d = nullptr;

@@ -1,8 +1,10 @@
 // C API: device and pinned memory, copies, memsets, pointer attributes.
 #include "copy.h"
 #include "device.h"
+#include "graph_capture.h"
 #include "host_memory.h"
 #include "ipc_memory.h"
+#include "stream.h"
 
 using namespace maia::driver;
 
@@ -147,6 +149,24 @@ maiaError_t maiaIpcOpenMemHandle(void** out_device_ptr, maiaIpcMemHandle_t handl
 maiaError_t maiaIpcCloseMemHandle(void* device_ptr) {
   MAIA_API_ENTER();
   return report(ipc::closeMemory(device_ptr));
+}
+
+maiaError_t maiaIpcCloseMemHandleAsync(void* device_ptr, maiaStream_t stream) {
+  MAIA_API_ENTER();
+  std::shared_ptr<Stream> target;
+  MAIA_RETURN_REPORT(resolveStream(stream, &target));
+  if (target->capturing.load(std::memory_order_acquire)) [[unlikely]]
+    return report(captureViolation(target.get(), "maiaIpcCloseMemHandleAsync"));
+  return report(ipc::closeMemoryOnStream(device_ptr, target.get()));
+}
+
+maiaError_t maiaIpcMemHandleFreedByOwner(const void* device_ptr, int* freed) {
+  MAIA_CHECK_OUT(freed);
+  MAIA_API_ENTER();
+  bool result = false;
+  MAIA_RETURN_REPORT(ipc::isFreedByOwner(device_ptr, &result));
+  *freed = result ? 1 : 0;
+  return maiaSuccess;
 }
 
 }  // extern "C"

@@ -8,9 +8,11 @@
 #include <tuple>
 #include <vector>
 
+#include "command.h"
 #include "device.h"
 #include "ipc_handle.h"
 #include "ipc_table.h"
+#include "stream.h"
 
 namespace maia::driver::ipc {
 namespace {
@@ -168,25 +170,101 @@ Status openMemory(const maiaIpcMemHandle_t& handle, Device* device, void** out_p
   return {};
 }
 
-Status closeMemory(void* device_ptr) {
+namespace {
+
+Status notOpened(const char* what, const void* device_ptr) {
+  return makeError(maiaErrorInvalidDevicePointer, what, "(", device_ptr,
+                   "): not a pointer returned by maiaIpcOpenMemHandle (or already closed)");
+}
+
+/// Drops one open of device_ptr; the last one takes the import out of the
+/// maps into *closing (its unmapping is then the caller's) and sets *last.
+Status dropOpen(const char* what, void* device_ptr, Import* closing, bool* last) {
   State& s = state();
-  Import closing;
-  {
-    std::lock_guard<std::mutex> lock(s.mutex);
-    auto by_pointer = s.imports_by_pointer.find(device_ptr);
-    if (by_pointer == s.imports_by_pointer.end())
-      return makeError(maiaErrorInvalidDevicePointer, "maiaIpcCloseMemHandle(", device_ptr,
-                       "): not a pointer returned by maiaIpcOpenMemHandle (or already closed)");
-    auto it = s.imports.find(by_pointer->second);
-    if (--it->second.opens > 0) return {};
-    closing = std::move(it->second);
-    s.imports.erase(it);
-    s.imports_by_pointer.erase(by_pointer);
-  }
-  // Queued copies and kernels may still use the memory.
-  MAIA_RETURN_IF_ERROR(synchronizeDevice(closing.device, /*report_sticky=*/false));
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto by_pointer = s.imports_by_pointer.find(device_ptr);
+  if (by_pointer == s.imports_by_pointer.end()) return notOpened(what, device_ptr);
+  auto it = s.imports.find(by_pointer->second);
+  *last = --it->second.opens == 0;
+  if (!*last) return {};
+  *closing = std::move(it->second);
+  s.imports.erase(it);
+  s.imports_by_pointer.erase(by_pointer);
+  return {};
+}
+
+void unmap(Import& closing) {
   closing.device->arena().unmapImport(closing.mapping);
   leaveSlot(closing.peer->table().memory[closing.slot], closing.importer_index);
+}
+
+/// Unmaps an import once the stream's earlier work has completed (also on
+/// a faulted device: nothing queued after it reads the memory).
+class UnmapImportCommand final : public Command {
+ public:
+  explicit UnmapImportCommand(Import closing) : closing_(std::move(closing)) {}
+  ~UnmapImportCommand() override {
+    if (!unmapped_) unmap(closing_);  // destroyed unrun (its stream torn down)
+  }
+  void runChunk(int64_t) override {}
+  void finish() override {
+    unmap(closing_);
+    unmapped_ = true;
+  }
+  bool skippedOnFault() const override { return false; }
+  std::string describe() const override { return "maiaIpcCloseMemHandleAsync"; }
+
+ private:
+  Import closing_;
+  bool unmapped_ = false;
+};
+
+}  // namespace
+
+Status closeMemory(void* device_ptr) {
+  Import closing;
+  bool last = false;
+  MAIA_RETURN_IF_ERROR(dropOpen("maiaIpcCloseMemHandle", device_ptr, &closing, &last));
+  if (!last) return {};
+  // Queued copies and kernels may still use the memory.
+  MAIA_RETURN_IF_ERROR(synchronizeDevice(closing.device, /*report_sticky=*/false));
+  unmap(closing);
+  return {};
+}
+
+Status closeMemoryOnStream(void* device_ptr, Stream* stream) {
+  constexpr const char* what = "maiaIpcCloseMemHandleAsync";
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    auto by_pointer = s.imports_by_pointer.find(device_ptr);
+    if (by_pointer == s.imports_by_pointer.end()) return notOpened(what, device_ptr);
+    if (s.imports.at(by_pointer->second).device != stream->device)
+      return makeError(maiaErrorInvalidValue, what, "(", device_ptr,
+                       "): the stream is on another device than the one the handle was "
+                       "opened on");
+  }
+  Import closing;
+  bool last = false;
+  MAIA_RETURN_IF_ERROR(dropOpen(what, device_ptr, &closing, &last));
+  if (!last) return {};
+  auto command = std::make_unique<UnmapImportCommand>(std::move(closing));
+  Status queued = enqueue(stream, std::move(command));
+  // A refused enqueue destroyed the command, which unmapped the import:
+  // the caller's queued work on a faulted device reads nothing anymore.
+  return queued;
+}
+
+Status isFreedByOwner(const void* device_ptr, bool* freed) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  auto by_pointer = s.imports_by_pointer.find(const_cast<void*>(device_ptr));
+  if (by_pointer == s.imports_by_pointer.end())
+    return notOpened("maiaIpcMemHandleFreedByOwner", device_ptr);
+  const Import& import = s.imports.at(by_pointer->second);
+  const uint64_t generation = std::get<3>(by_pointer->second);
+  *freed = import.peer->table().memory[import.slot].generation.load(std::memory_order_seq_cst) !=
+           generation;
   return {};
 }
 

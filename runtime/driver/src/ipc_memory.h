@@ -22,6 +22,12 @@ Status exportMemory(void* device_ptr, maiaIpcMemHandle_t* out);
 /// Maps the handle's allocation into device (the caller's current device).
 Status openMemory(const maiaIpcMemHandle_t& handle, Device* device, void** out_ptr);
 Status closeMemory(void* device_ptr);
+/// closeMemory whose last close unmaps once the work queued on stream so
+/// far has completed, instead of waiting for the whole device.
+Status closeMemoryOnStream(void* device_ptr, maiaStream* stream);
+/// Whether the process that exported the allocation opened at device_ptr
+/// has freed it since (it stays reserved there while opened here).
+Status isFreedByOwner(const void* device_ptr, bool* freed);
 /// The process whose exported memory device_ptr lies in (opened here), or
 /// null for this process's own memory.
 std::shared_ptr<Peer> importedFrom(const void* device_ptr);

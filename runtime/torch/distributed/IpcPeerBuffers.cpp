@@ -32,6 +32,23 @@ void* IpcPeerBuffers::open(const maiaIpcMemHandle_t& handle, std::string* error)
   return pointer;
 }
 
+size_t IpcPeerBuffers::closeFreed(maiaStream_t stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t closed = 0;
+  for (auto it = opened_.begin(); it != opened_.end();) {
+    int freed = 0;
+    if (maiaIpcMemHandleFreedByOwner(it->second, &freed) != maiaSuccess || freed == 0) {
+      ++it;
+      continue;
+    }
+    // A close refused at enqueue (a faulted device) has unmapped it.
+    (void)maiaIpcCloseMemHandleAsync(it->second, stream);
+    it = opened_.erase(it);
+    ++closed;
+  }
+  return closed;
+}
+
 size_t IpcPeerBuffers::opened() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return opened_.size();

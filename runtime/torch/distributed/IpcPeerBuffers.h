@@ -6,10 +6,13 @@
 // buffers a program reuses -- DDP's buckets, a benchmark's tensor -- are
 // mapped once: the first collective on a segment pays maiaIpcOpenMemHandle
 // (fd transfer, mmap) and the page-table fill of the pages it touches, the
-// next ones nothing. As with NCCL's registered buffers, an opened segment
-// stays open until the group is destroyed: a peer that frees one (its
-// caching allocator's empty_cache) keeps the pages reserved until then
-// (the driver's deferred free).
+// next ones nothing. A segment stays open until its owner frees it (its
+// caching allocator's empty_cache, or an out-of-memory retry): the owner's
+// driver keeps the pages reserved while a peer has them open, so each
+// collective's plan first closes the segments their owners have freed
+// (closeFreed), which the owners' next allocation reclaims. At most the
+// segments of the peers' last collectives stay reserved, not every
+// segment a long run ever exposed.
 #pragma once
 
 #include <maia/runtime.h>
@@ -34,6 +37,10 @@ class IpcPeerBuffers {
   /// on whichever thread asks: a driver core, in stream order), or null
   /// with *error set.
   void* open(const maiaIpcMemHandle_t& handle, std::string* error);
+  /// Closes the opened segments whose owners have freed them, once the
+  /// work queued on stream so far has completed (the caller guarantees
+  /// that no other stream's queued work reads them). Returns how many.
+  size_t closeFreed(maiaStream_t stream);
   size_t opened() const;
 
  private:

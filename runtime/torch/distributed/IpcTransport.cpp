@@ -233,6 +233,10 @@ std::string IpcTransport::ZeroCopy::plan(const ZeroCopyCollective& c) {
   c.control->expose(c.mine);
   std::string cause = c.control->arriveAndWait(c.mine.epoch, c.what, c.limit);
   if (!cause.empty()) return cause;
+  // The helper stream's earlier movement (the only work reading the peers'
+  // segments) is done or queued before the unmapping; a segment freed by
+  // its owner outlived every collective that exposed it.
+  peers.closeFreed(driverStream(helper));
   std::vector<char*> buffers(c.size);
   for (int q = 0; q < c.size; ++q) {
     if (q == c.rank) {
