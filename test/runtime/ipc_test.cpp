@@ -63,6 +63,18 @@ int deviceMemoryMappings() {
 
 constexpr int64_t kCount = 1000;
 
+/// A new allocation of kCount int64 values start, start + 1, ... whose
+/// handle is sent to peer.
+void* shareWith(Peer& peer, int64_t start) {
+  void* d = nullptr;
+  EXPECT_EQ(maiaMalloc(&d, kCount * sizeof(int64_t)), maiaSuccess) << maiaGetLastErrorMessage();
+  upload(d, iota(kCount, start));
+  maiaIpcMemHandle_t handle;
+  EXPECT_EQ(maiaIpcGetMemHandle(&handle, d), maiaSuccess) << maiaGetLastErrorMessage();
+  peer.send(handle);
+  return d;
+}
+
 TEST(IpcTest, WritesOfOneProcessAreSeenByTheOther) {
   Peer child([](Peer& parent) {
     auto handle = parent.receive<maiaIpcMemHandle_t>();
@@ -180,12 +192,7 @@ TEST(IpcTest, WithoutPtraceAccessTheFilesComeFromTheExportersServer) {
     MAIA_ASSERT_OK(maiaIpcCloseMemHandle(shared));
     parent.send(kDone);
   });
-  void* d = nullptr;
-  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
-  upload(d, iota(kCount, 7));
-  maiaIpcMemHandle_t handle;
-  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
-  child.send(handle);
+  void* d = shareWith(child, 7);
   EXPECT_EQ(child.receive<Signal>(), kDone);
   EXPECT_EQ(download(d, kCount), iota(kCount, 8));
   EXPECT_TRUE(child.join());
@@ -368,12 +375,7 @@ void importer(Peer& exporter, int opens) {
 TEST(IpcTest, CloseThenFreeLeaksNothing) {
   Peer child([](Peer& exporter) { importer(exporter, 1); });
   const size_t baseline = freeBytes();
-  void* d = nullptr;
-  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
-  upload(d, iota(kCount, 42));
-  maiaIpcMemHandle_t handle;
-  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
-  child.send(handle);
+  void* d = shareWith(child, 42);
   EXPECT_EQ(child.receive<Signal>(), kReady);
   child.send(kExit);
   EXPECT_EQ(child.receive<Signal>(), kDone);
@@ -448,12 +450,7 @@ TEST(IpcTest, AnImporterSeesTheOwnersFreeAndClosesBehindItsStream) {
     exporter.send(kDone);
   });
   const size_t baseline = freeBytes();
-  void* d = nullptr;
-  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
-  upload(d, iota(kCount, 42));
-  maiaIpcMemHandle_t handle;
-  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
-  child.send(handle);
+  void* d = shareWith(child, 42);
   EXPECT_EQ(child.receive<Signal>(), kReady);
   MAIA_ASSERT_OK(maiaFree(d));
   EXPECT_LT(freeBytes(), baseline);  // retired while the child has it open
@@ -480,11 +477,7 @@ TEST(IpcTest, AsyncCloseOnAnotherDevicesStreamIsRefused) {
     MAIA_ASSERT_OK(maiaIpcCloseMemHandle(shared));  // still open: the refusal dropped nothing
     exporter.send(kDone);
   });
-  void* d = nullptr;
-  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
-  maiaIpcMemHandle_t handle;
-  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
-  child.send(handle);
+  void* d = shareWith(child, 0);
   EXPECT_EQ(child.receive<Signal>(), kDone);
   MAIA_ASSERT_OK(maiaFree(d));
   EXPECT_TRUE(child.join());
@@ -492,12 +485,7 @@ TEST(IpcTest, AsyncCloseOnAnotherDevicesStreamIsRefused) {
 
 TEST(IpcTest, MemoryStaysOpenAfterItsExporterExits) {
   Peer child([](Peer& importer) {
-    void* d = nullptr;
-    MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));
-    upload(d, iota(kCount, 42));
-    maiaIpcMemHandle_t handle;
-    MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
-    importer.send(handle);
+    void* d = shareWith(importer, 42);
     EXPECT_EQ(importer.receive<Signal>(), kReady);  // then exits without freeing
   });
   // The driver's and the kernel module's own files and mappings first.
@@ -537,12 +525,7 @@ TEST(IpcTest, AHandleOpensOnTheCallersCurrentDevice) {
     MAIA_ASSERT_OK(maiaIpcCloseMemHandle(shared));
     parent.send(kDone);
   });
-  void* d = nullptr;
-  MAIA_ASSERT_OK(maiaMalloc(&d, kCount * sizeof(int64_t)));  // on device 0
-  upload(d, iota(kCount, 0));
-  maiaIpcMemHandle_t handle;
-  MAIA_ASSERT_OK(maiaIpcGetMemHandle(&handle, d));
-  child.send(handle);
+  void* d = shareWith(child, 0);  // on device 0
   EXPECT_EQ(child.receive<Signal>(), kDone);
   EXPECT_EQ(download(d, kCount), iota(kCount, 5));
   EXPECT_TRUE(child.join());
