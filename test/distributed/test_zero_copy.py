@@ -99,6 +99,25 @@ def check_freed_segments_are_released(rank, world):
     assert counts(rank)["ipc_peer_buffers_opened"] <= opened_before + world - 1, counts(rank)
 
 
+def check_import_window_makes_room(rank, world):
+    """Every peer's segments together need more than the device's import
+    window (512 MiB here, like its memory): 6 buffers of 64 MiB per rank on
+    4 ranks open 18 x 64 MiB. Segments of earlier collectives are closed to
+    make room, and reopened when a later collective needs them."""
+    d = dev(rank)
+    tensors = [torch.full((16 << 20,), float(rank + i), device=d) for i in range(6)]
+    base = float(sum(range(world)))
+    for _ in range(2):
+        for t in tensors:
+            dist.all_reduce(t)
+    # The first round gives base + world * i, the second world times that.
+    for i, t in enumerate(tensors):
+        expected = world * (base + world * i)
+        assert torch.equal(t[:4].cpu(), torch.full((4,), expected)), (i, t[:4])
+        assert torch.equal(t[-4:].cpu(), torch.full((4,), expected)), (i, t[-4:])
+    assert counts(rank)["ipc_peer_buffers_opened"] <= 8, counts(rank)
+
+
 def check_zero_size_and_views(rank, world):
     d = dev(rank)
     empty = torch.empty(0, device=d)
@@ -170,6 +189,11 @@ class TestZeroCopyAllreduce:
 
     def test_freed_segments_are_released(self, zero_copy_world):
         zero_copy_world.run(check_freed_segments_are_released)
+
+    def test_segments_beyond_the_import_window(self, zero_copy_world):
+        if zero_copy_world.size < 3:
+            pytest.skip("one peer's segments always fit: they are in its memory")
+        zero_copy_world.run(check_import_window_makes_room)
 
     def test_zero_size_and_views_into_larger_allocations(self, zero_copy_world):
         zero_copy_world.run(check_zero_size_and_views)

@@ -460,8 +460,11 @@ TEST(IpcTest, AnImporterSeesTheOwnersFreeAndClosesBehindItsStream) {
   EXPECT_TRUE(child.join());
 }
 
-TEST(IpcTest, AsyncCloseOnAnotherDevicesStreamIsRefused) {
+TEST(IpcTest, AsyncCloseOnAnIdleStreamUnmapsAtOnceOnAnotherDevicesIsRefused) {
   Peer child([](Peer& exporter) {
+    int devices = 0;
+    MAIA_ASSERT_OK(maiaGetDeviceCount(&devices));  // the driver's own mappings
+    const int mappings = deviceMemoryMappings();
     auto handle = exporter.receive<maiaIpcMemHandle_t>();
     void* shared = nullptr;
     MAIA_ASSERT_OK(maiaSetDevice(0));
@@ -474,7 +477,14 @@ TEST(IpcTest, AsyncCloseOnAnotherDevicesStreamIsRefused) {
     MAIA_ASSERT_OK(maiaStreamDestroy(other));
     int freed = -1;
     EXPECT_EQ(maiaIpcMemHandleFreedByOwner(nullptr, &freed), maiaErrorInvalidDevicePointer);
-    MAIA_ASSERT_OK(maiaIpcCloseMemHandle(shared));  // still open: the refusal dropped nothing
+    // Still open (the refusal dropped nothing); an idle stream of its
+    // device has no work that could read it: unmapped before the call returns.
+    MAIA_ASSERT_OK(maiaSetDevice(0));
+    maiaStream_t idle = nullptr;
+    MAIA_ASSERT_OK(maiaStreamCreate(&idle, 0));
+    MAIA_ASSERT_OK(maiaIpcCloseMemHandleAsync(shared, idle));
+    EXPECT_EQ(deviceMemoryMappings(), mappings);
+    MAIA_ASSERT_OK(maiaStreamDestroy(idle));
     exporter.send(kDone);
   });
   void* d = shareWith(child, 0);

@@ -248,6 +248,10 @@ Status closeMemoryOnStream(void* device_ptr, Stream* stream) {
   bool last = false;
   MAIA_RETURN_IF_ERROR(dropOpen(what, device_ptr, &closing, &last));
   if (!last) return {};
+  if (stream->idle()) {  // nothing queued before the close can read it
+    unmap(closing);
+    return {};
+  }
   auto command = std::make_unique<UnmapImportCommand>(std::move(closing));
   Status queued = enqueue(stream, std::move(command));
   // A refused enqueue destroyed the command, which unmapped the import:

@@ -23,7 +23,8 @@ Status exportMemory(void* device_ptr, maiaIpcMemHandle_t* out);
 Status openMemory(const maiaIpcMemHandle_t& handle, Device* device, void** out_ptr);
 Status closeMemory(void* device_ptr);
 /// closeMemory whose last close unmaps once the work queued on stream so
-/// far has completed, instead of waiting for the whole device.
+/// far has completed (at once when there is none), instead of waiting for
+/// the whole device.
 Status closeMemoryOnStream(void* device_ptr, maiaStream* stream);
 /// Whether the process that exported the allocation opened at device_ptr
 /// has freed it since (it stays reserved there while opened here).

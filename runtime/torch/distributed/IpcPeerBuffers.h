@@ -6,13 +6,17 @@
 // buffers a program reuses -- DDP's buckets, a benchmark's tensor -- are
 // mapped once: the first collective on a segment pays maiaIpcOpenMemHandle
 // (fd transfer, mmap) and the page-table fill of the pages it touches, the
-// next ones nothing. A segment stays open until its owner frees it (its
-// caching allocator's empty_cache, or an out-of-memory retry): the owner's
-// driver keeps the pages reserved while a peer has them open, so each
-// collective's plan first closes the segments their owners have freed
-// (closeFreed), which the owners' next allocation reclaims. At most the
-// segments of the peers' last collectives stay reserved, not every
-// segment a long run ever exposed.
+// next ones nothing. Two things bound what stays open:
+// - A segment stays open until its owner frees it (its caching allocator's
+//   empty_cache, or an out-of-memory retry): the owner's driver keeps the
+//   pages reserved while a peer has them open, so each collective's plan
+//   first closes the segments their owners have freed (closeFreed), which
+//   the owners' next allocation reclaims.
+// - The device's import window (as large as its memory) holds every
+//   segment opened from all peers: when it has no room for the next one,
+//   the least recently used segments of earlier collectives are closed
+//   until it fits (reopened, and their pages mapped again, when a later
+//   collective needs them).
 #pragma once
 
 #include <maia/runtime.h>
@@ -20,6 +24,7 @@
 #include <c10/core/Device.h>
 
 #include <array>
+#include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
@@ -33,10 +38,15 @@ class IpcPeerBuffers {
   IpcPeerBuffers(const IpcPeerBuffers&) = delete;
   IpcPeerBuffers& operator=(const IpcPeerBuffers&) = delete;
 
+  /// Starts a collective's plan: the segments open() returns from now on are
+  /// kept open until the next beginPlan.
+  void beginPlan();
   /// The base of handle's allocation in this process (opened on first use,
   /// on whichever thread asks: a driver core, in stream order), or null
-  /// with *error set.
-  void* open(const maiaIpcMemHandle_t& handle, std::string* error);
+  /// with *error set. stream is where the only queued work reading the
+  /// segments runs; it must have none left that reads a segment of an
+  /// earlier plan (closing one to make room unmaps it at once).
+  void* open(const maiaIpcMemHandle_t& handle, maiaStream_t stream, std::string* error);
   /// Closes the opened segments whose owners have freed them, once the
   /// work queued on stream so far has completed (the caller guarantees
   /// that no other stream's queued work reads them). Returns how many.
@@ -45,9 +55,18 @@ class IpcPeerBuffers {
 
  private:
   using Key = std::array<unsigned char, MAIA_IPC_HANDLE_SIZE>;
+  struct Opened {
+    void* base;
+    uint64_t plan;  // the last plan that used it
+  };
+  /// Closes the least recently used segment of an earlier plan; false if
+  /// there is none. Requires mutex_.
+  bool closeLeastRecentlyUsed(maiaStream_t stream);
+
   c10::DeviceIndex device_;
   mutable std::mutex mutex_;
-  std::map<Key, void*> opened_;
+  std::map<Key, Opened> opened_;
+  uint64_t plan_ = 0;
 };
 
 }  // namespace torch_maia::distributed

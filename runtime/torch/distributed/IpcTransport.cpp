@@ -234,8 +234,11 @@ std::string IpcTransport::ZeroCopy::plan(const ZeroCopyCollective& c) {
   std::string cause = c.control->arriveAndWait(c.mine.epoch, c.what, c.limit);
   if (!cause.empty()) return cause;
   // The helper stream's earlier movement (the only work reading the peers'
-  // segments) is done or queued before the unmapping; a segment freed by
-  // its owner outlived every collective that exposed it.
+  // segments) is done: the communication stream waited for its flag before
+  // this step. So segments of earlier plans can be closed -- those their
+  // owners freed, and the least recently used when the import window is
+  // full.
+  peers.beginPlan();
   peers.closeFreed(driverStream(helper));
   std::vector<char*> buffers(c.size);
   for (int q = 0; q < c.size; ++q) {
@@ -248,7 +251,7 @@ std::string IpcTransport::ZeroCopy::plan(const ZeroCopyCollective& c) {
       return c10::str("rank ", q, " exposed its buffer for step ", theirs.epoch,
                       ", this rank is at step ", c.mine.epoch);
     std::string error;
-    void* base = peers.open(theirs.handle, &error);
+    void* base = peers.open(theirs.handle, driverStream(helper), &error);
     if (base == nullptr) return c10::str("rank ", q, ": ", error);
     buffers[q] = static_cast<char*>(base) + theirs.offset;
   }

@@ -255,8 +255,9 @@ MAIA_RUNTIME_API maiaError_t maiaIpcOpenMemHandle(void** out_device_ptr,
 MAIA_RUNTIME_API maiaError_t maiaIpcCloseMemHandle(void* device_ptr);
 /** maiaIpcCloseMemHandle without waiting: the last close unmaps once the
  *  work queued on stream (of the device the handle was opened on) before
- *  it has completed. The caller guarantees that no other stream's queued
- *  work reads the memory. Refused during a stream capture. */
+ *  it has completed -- before returning when stream has no work left. The
+ *  caller guarantees that no other stream's queued work reads the memory.
+ *  Refused during a stream capture. */
 MAIA_RUNTIME_API maiaError_t maiaIpcCloseMemHandleAsync(void* device_ptr, maiaStream_t stream);
 /** *freed = 1 when the process that exported the allocation opened at
  *  device_ptr has freed it since (its pages stay reserved there until
