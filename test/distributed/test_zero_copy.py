@@ -118,6 +118,43 @@ def check_import_window_makes_room(rank, world):
     assert counts(rank)["ipc_peer_buffers_opened"] <= 8, counts(rank)
 
 
+def check_buffers_too_large_for_the_window_are_staged(rank, world):
+    """A collective whose peers' buffers would fill more than half the
+    import window (512 MiB here) takes the staged path on every rank: on 4
+    ranks, three peers' 200 MiB would not even fit the whole window."""
+    d = dev(rank)
+    n = 50 << 20  # 200 MiB of float32
+    t = torch.full((n,), float(rank + 1), device=d)
+    before = counts(rank)["ipc_zero_copy"]
+    dist.all_reduce(t)
+    zero_copy = counts(rank)["ipc_zero_copy"] - before
+    assert zero_copy == (1 if (world - 1) * 200 <= 256 else 0), (world, zero_copy)
+    expected = float(sum(range(1, world + 1)))
+    assert torch.equal(t[::1 << 20].cpu(), torch.full((50,), expected)), t[::1 << 20]
+
+
+def check_freed_memory_comes_back_without_a_collective(rank, world):
+    """Memory a rank frees right after its peers read it in place is held
+    open by them; an allocation needing it waits (bounded) until their
+    background closer has closed it, instead of failing out of memory.
+    Then a small slice of the 400 MiB allocation is all-reduced: the peers
+    map that slice, not the whole segment (three peers' 400 MiB would not
+    fit the import window)."""
+    d = dev(rank)
+    tensors = [torch.full((16 << 20,), 1.0, device=d) for _ in range(6)]  # 6 x 64 MiB
+    for t in tensors:
+        dist.all_reduce(t)
+    torch.maia.synchronize()
+    del tensors, t
+    torch.maia.empty_cache()
+    big = torch.ones(100 << 20, dtype=torch.float32, device=d)  # 400 MiB of 512
+    dist.all_reduce(big[1 << 20:(1 << 20) + 1024])
+    assert torch.equal(big[1 << 20:(1 << 20) + 1024].cpu(), torch.full((1024,), float(world)))
+    assert torch.equal(big[-4:].cpu(), torch.ones(4))
+    del big
+    torch.maia.empty_cache()
+
+
 def check_zero_size_and_views(rank, world):
     d = dev(rank)
     empty = torch.empty(0, device=d)
@@ -194,6 +231,12 @@ class TestZeroCopyAllreduce:
         if zero_copy_world.size < 3:
             pytest.skip("one peer's segments always fit: they are in its memory")
         zero_copy_world.run(check_import_window_makes_room)
+
+    def test_buffers_too_large_for_the_window_are_staged(self, zero_copy_world):
+        zero_copy_world.run(check_buffers_too_large_for_the_window_are_staged)
+
+    def test_freed_memory_comes_back_without_a_collective(self, zero_copy_world):
+        zero_copy_world.run(check_freed_memory_comes_back_without_a_collective)
 
     def test_zero_size_and_views_into_larger_allocations(self, zero_copy_world):
         zero_copy_world.run(check_zero_size_and_views)

@@ -493,6 +493,50 @@ TEST(IpcTest, AsyncCloseOnAnIdleStreamUnmapsAtOnceOnAnotherDevicesIsRefused) {
   EXPECT_TRUE(child.join());
 }
 
+TEST(IpcTest, RangesOfAnAllocationMapOnlyThemselves) {
+  Peer child([](Peer& exporter) {
+    int devices = 0;
+    MAIA_ASSERT_OK(maiaGetDeviceCount(&devices));  // the driver's own mappings
+    const int mappings = deviceMemoryMappings();
+    auto handle = exporter.receive<maiaIpcMemHandle_t>();
+    constexpr size_t kItem = sizeof(int64_t);
+    void* middle = nullptr;
+    void* again = nullptr;
+    void* tail = nullptr;
+    MAIA_ASSERT_OK(maiaIpcOpenMemHandleRange(&middle, handle, 100 * kItem, 200 * kItem, 0));
+    MAIA_ASSERT_OK(maiaIpcOpenMemHandleRange(&again, handle, 100 * kItem, 200 * kItem, 0));
+    MAIA_ASSERT_OK(maiaIpcOpenMemHandleRange(&tail, handle, 900 * kItem, 100 * kItem, 0));
+    EXPECT_EQ(again, middle);
+    EXPECT_NE(tail, middle);
+    EXPECT_EQ(download(middle, 200), iota(200, 42 + 100));
+    EXPECT_EQ(download(tail, 100), iota(100, 42 + 900));
+    // The registered allocation is the range: a copy past its end is refused.
+    std::vector<int64_t> past(201);
+    EXPECT_NE(maiaMemcpy(past.data(), middle, past.size() * kItem, maiaMemcpyDeviceToHost),
+              maiaSuccess);
+    void* bad = nullptr;
+    EXPECT_EQ(maiaIpcOpenMemHandleRange(&bad, handle, 900 * kItem, 101 * kItem, 0),
+              maiaErrorInvalidValue);
+    EXPECT_NE(std::string(maiaGetLastErrorMessage()).find("not a non-empty range"),
+              std::string::npos);
+    EXPECT_EQ(maiaIpcOpenMemHandleRange(&bad, handle, 0, 0, 0), maiaErrorInvalidValue);
+    exporter.send(kReady);
+    EXPECT_EQ(exporter.receive<Signal>(), kExit);  // freed by the owner: retired
+    for (void* p : {middle, again, tail}) MAIA_ASSERT_OK(maiaIpcCloseMemHandle(p));
+    EXPECT_EQ(deviceMemoryMappings(), mappings);
+    exporter.send(kDone);
+  });
+  const size_t baseline = freeBytes();
+  void* d = shareWith(child, 42);
+  EXPECT_EQ(child.receive<Signal>(), kReady);
+  MAIA_ASSERT_OK(maiaFree(d));
+  EXPECT_LT(freeBytes(), baseline);  // two ranges open, one importer entry
+  child.send(kExit);
+  EXPECT_EQ(child.receive<Signal>(), kDone);
+  EXPECT_EQ(freeBytes(), baseline);  // the last range closed: returned
+  EXPECT_TRUE(child.join());
+}
+
 TEST(IpcTest, MemoryStaysOpenAfterItsExporterExits) {
   Peer child([](Peer& importer) {
     void* d = shareWith(importer, 42);

@@ -34,8 +34,7 @@ maiaError_t maiaMalloc(void** out_ptr, size_t size) {
   }
   Device* device = nullptr;
   MAIA_RETURN_REPORT(currentDevice(&device));
-  ipc::reclaimRetired(device);
-  return report(device->arena().allocate(size, out_ptr));
+  return report(ipc::allocate(device, size, out_ptr));
 }
 
 maiaError_t maiaFree(void* ptr) {
@@ -144,6 +143,19 @@ maiaError_t maiaIpcOpenMemHandle(void** out_device_ptr, maiaIpcMemHandle_t handl
   Device* device = nullptr;
   MAIA_RETURN_REPORT(currentDevice(&device));
   return report(ipc::openMemory(handle, device, out_device_ptr));
+}
+
+maiaError_t maiaIpcOpenMemHandleRange(void** out_device_ptr, maiaIpcMemHandle_t handle,
+                                      size_t offset, size_t bytes, unsigned flags) {
+  MAIA_CHECK_OUT(out_device_ptr);
+  MAIA_API_ENTER();
+  if ((flags & ~static_cast<unsigned>(maiaIpcMemLazyEnablePeerAccess)) != 0)
+    return report(makeError(maiaErrorInvalidValue, "maiaIpcOpenMemHandleRange: unknown flags 0x",
+                            std::hex, flags));
+  Device* device = nullptr;
+  MAIA_RETURN_REPORT(currentDevice(&device));
+  return report(ipc::openMemoryRange(handle, device, offset, bytes, /*whole=*/false,
+                                     out_device_ptr));
 }
 
 maiaError_t maiaIpcCloseMemHandle(void* device_ptr) {

@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -32,17 +34,29 @@ struct Retired {
   uint32_t slot;
 };
 
-/// A peer's allocation opened here.
+/// A peer's allocation: (pid, table instance, slot, generation).
+using AllocationKey = std::tuple<pid_t, uint64_t, uint32_t, uint64_t>;
+
+/// This process's entry in a peer allocation's importers, shared by every
+/// range of it opened here.
+struct Membership {
+  std::shared_ptr<Peer> peer;
+  uint32_t slot;
+  int index;  // our entry in the slot's importers
+  int imports;
+};
+
+/// A range of a peer's allocation opened here (the whole of it for
+/// maiaIpcOpenMemHandle).
 struct Import {
   Device* device;
   void* mapping;
   size_t length;  // of the mapping
-  std::shared_ptr<Peer> peer;
-  uint32_t slot;
-  int importer_index;  // our entry in the slot's importers
+  AllocationKey allocation;
   int opens;
 };
-using ImportKey = std::tuple<pid_t, uint64_t, uint32_t, uint64_t, int>;
+/// The allocation, the importing device, and the range's offset and bytes.
+using ImportKey = std::tuple<AllocationKey, int, size_t, size_t>;
 
 struct State {
   std::mutex mutex;
@@ -51,6 +65,7 @@ struct State {
   std::atomic<int> retired_count{0};
   std::map<ImportKey, Import> imports;
   std::map<void*, ImportKey> imports_by_pointer;
+  std::map<AllocationKey, Membership> memberships;
 };
 
 State& state() {
@@ -63,6 +78,15 @@ size_t roundUpPage(size_t value) { return (value + kPage - 1) / kPage * kPage; }
 void leaveSlot(MemorySlot& slot, int index) {
   int32_t self = getpid();
   slot.importers[index].compare_exchange_strong(self, 0, std::memory_order_seq_cst);
+}
+
+/// Drops one import's share of its allocation's membership; the last one
+/// leaves the slot's importers. Requires State::mutex.
+void leaveAllocation(State& s, const AllocationKey& allocation) {
+  auto it = s.memberships.find(allocation);
+  if (it == s.memberships.end() || --it->second.imports > 0) return;
+  leaveSlot(it->second.peer->table().memory[it->second.slot], it->second.index);
+  s.memberships.erase(it);
 }
 
 }  // namespace
@@ -109,7 +133,12 @@ Status exportMemory(void* device_ptr, maiaIpcMemHandle_t* out) {
 }
 
 Status openMemory(const maiaIpcMemHandle_t& handle, Device* device, void** out_ptr) {
-  constexpr const char* what = "maiaIpcOpenMemHandle";
+  return openMemoryRange(handle, device, 0, 0, /*whole=*/true, out_ptr);
+}
+
+Status openMemoryRange(const maiaIpcMemHandle_t& handle, Device* device, size_t offset,
+                       size_t bytes, bool whole, void** out_ptr) {
+  const char* what = whole ? "maiaIpcOpenMemHandle" : "maiaIpcOpenMemHandleRange";
   HandleBits bits{};
   MAIA_RETURN_IF_ERROR(unseal(handle.reserved, HandleKind::kMemory, what, &bits));
   if (bits.pid == getpid())
@@ -118,53 +147,66 @@ Status openMemory(const maiaIpcMemHandle_t& handle, Device* device, void** out_p
                      "(as in CUDA, a process cannot open its own handles)");
   if (bits.slot >= kMemorySlots)
     return makeError(maiaErrorInvalidHandle, what, ": the IPC handle's fields are out of range");
+  if (whole) bytes = bits.size;
+  if (bytes == 0 || offset > bits.size || bytes > bits.size - offset)
+    return makeError(maiaErrorInvalidValue, what, ": bytes [", offset, ", ", offset + bytes,
+                     ") are not a non-empty range of the ", bits.size, "-byte allocation");
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  const ImportKey key{bits.pid, bits.instance, bits.slot, bits.generation, device->index()};
+  const AllocationKey allocation{bits.pid, bits.instance, bits.slot, bits.generation};
+  const ImportKey key{allocation, device->index(), offset, bytes};
+  const size_t first = bits.offset + offset;  // the range's first byte in the memfd
   if (auto found = s.imports.find(key); found != s.imports.end()) {
     ++found->second.opens;
-    *out_ptr = static_cast<char*>(found->second.mapping) + bits.offset % kPage;
+    *out_ptr = static_cast<char*>(found->second.mapping) + first % kPage;
     return {};
   }
-  std::shared_ptr<Peer> peer;
-  MAIA_RETURN_IF_ERROR(Peer::link(bits.pid, bits.instance, bits.table_fd, what, &peer));
-  MemorySlot& slot = peer->table().memory[bits.slot];
-  // Announce ourselves, then check the allocation is still the handle's:
-  // the exporter's free clears the generation, then looks for importers
-  // (both sequentially consistent), so either it sees us and keeps the
-  // pages, or we see the free.
-  int index = -1;
-  for (int i = 0; i < kMaxImporters && index < 0; ++i) {
-    int32_t none = 0;
-    if (slot.importers[i].compare_exchange_strong(none, getpid(), std::memory_order_seq_cst))
-      index = i;
+  auto member = s.memberships.find(allocation);
+  if (member == s.memberships.end()) {
+    std::shared_ptr<Peer> peer;
+    MAIA_RETURN_IF_ERROR(Peer::link(bits.pid, bits.instance, bits.table_fd, what, &peer));
+    MemorySlot& slot = peer->table().memory[bits.slot];
+    // Announce ourselves, then check the allocation is still the handle's:
+    // the exporter's free clears the generation, then looks for importers
+    // (both sequentially consistent), so either it sees us and keeps the
+    // pages, or we see the free.
+    int index = -1;
+    for (int i = 0; i < kMaxImporters && index < 0; ++i) {
+      int32_t none = 0;
+      if (slot.importers[i].compare_exchange_strong(none, getpid(), std::memory_order_seq_cst))
+        index = i;
+    }
+    if (index < 0)
+      return makeError(maiaErrorOutOfMemory, what, ": the allocation is already open in ",
+                       kMaxImporters, " processes (the most it can be)");
+    member = s.memberships.emplace(allocation, Membership{std::move(peer), bits.slot, index, 0})
+                 .first;
   }
-  if (index < 0)
-    return makeError(maiaErrorOutOfMemory, what, ": the allocation is already open in ",
-                     kMaxImporters, " processes (the most it can be)");
+  ++member->second.imports;
   auto fail = [&](Status status) {
-    leaveSlot(slot, index);
+    leaveAllocation(s, allocation);
     return status;
   };
-  if (slot.generation.load(std::memory_order_seq_cst) != bits.generation)
+  Peer& peer = *member->second.peer;
+  if (peer.table().memory[bits.slot].generation.load(std::memory_order_seq_cst) !=
+      bits.generation)
     return fail(makeError(maiaErrorInvalidHandle, what, ": stale IPC handle: process ", bits.pid,
                           " freed the allocation it names (offset ", bits.offset, ", ",
                           bits.size, " bytes of maia:", bits.device, ")"));
   int fd = -1;
-  Status taken = peer->takeFile(bits.memory_fd,
-                                ("maia-device-" + std::to_string(bits.device)).c_str(),
-                                bits.offset + bits.size, what, &fd);
+  Status taken = peer.takeFile(bits.memory_fd,
+                               ("maia-device-" + std::to_string(bits.device)).c_str(),
+                               bits.offset + bits.size, what, &fd);
   if (!taken.ok()) return fail(taken);
-  // mmap works in pages; the allocation may start and end inside one.
-  const size_t begin = bits.offset / kPage * kPage;
-  const size_t length = roundUpPage(bits.offset + bits.size) - begin;
+  // mmap works in pages; the range may start and end inside one.
+  const size_t begin = first / kPage * kPage;
+  const size_t length = roundUpPage(first + bytes) - begin;
   void* mapping = nullptr;
-  Status mapped = device->arena().mapImport(fd, begin, length, bits.offset - begin, bits.size,
-                                            &mapping);
+  Status mapped = device->arena().mapImport(fd, begin, length, first - begin, bytes, &mapping);
   close(fd);  // the mapping keeps the memfd's pages
   if (!mapped.ok()) return fail(mapped);
-  void* data = static_cast<char*>(mapping) + (bits.offset - begin);
-  s.imports.emplace(key, Import{device, mapping, length, std::move(peer), bits.slot, index, 1});
+  void* data = static_cast<char*>(mapping) + (first - begin);
+  s.imports.emplace(key, Import{device, mapping, length, allocation, 1});
   s.imports_by_pointer.emplace(data, key);
   *out_ptr = data;
   return {};
@@ -195,7 +237,9 @@ Status dropOpen(const char* what, void* device_ptr, Import* closing, bool* last)
 
 void unmap(Import& closing) {
   closing.device->arena().unmapImport(closing.mapping);
-  leaveSlot(closing.peer->table().memory[closing.slot], closing.importer_index);
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  leaveAllocation(s, closing.allocation);
 }
 
 /// Unmaps an import once the stream's earlier work has completed (also on
@@ -266,8 +310,9 @@ Status isFreedByOwner(const void* device_ptr, bool* freed) {
   if (by_pointer == s.imports_by_pointer.end())
     return notOpened("maiaIpcMemHandleFreedByOwner", device_ptr);
   const Import& import = s.imports.at(by_pointer->second);
-  const uint64_t generation = std::get<3>(by_pointer->second);
-  *freed = import.peer->table().memory[import.slot].generation.load(std::memory_order_seq_cst) !=
+  const Membership& member = s.memberships.at(import.allocation);
+  const uint64_t generation = std::get<3>(import.allocation);
+  *freed = member.peer->table().memory[member.slot].generation.load(std::memory_order_seq_cst) !=
            generation;
   return {};
 }
@@ -278,7 +323,8 @@ std::shared_ptr<Peer> importedFrom(const void* device_ptr) {
   const auto* p = static_cast<const char*>(device_ptr);
   for (const auto& [key, import] : s.imports) {
     const auto* begin = static_cast<const char*>(import.mapping);
-    if (p >= begin && p < begin + import.length) return import.peer;
+    if (p >= begin && p < begin + import.length)
+      return s.memberships.at(import.allocation).peer;
   }
   return nullptr;
 }
@@ -321,6 +367,38 @@ void reclaimRetired(Device* device) {
     s.retired_count.fetch_sub(1, std::memory_order_release);
     return true;
   });
+}
+
+namespace {
+
+size_t retiredBytes(Device* device) {
+  State& s = state();
+  if (s.retired_count.load(std::memory_order_acquire) == 0) return 0;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  size_t bytes = 0;
+  for (const Retired& retired : s.retired)
+    if (retired.device == device) bytes += retired.size;
+  return bytes;
+}
+
+}  // namespace
+
+Status allocate(Device* device, size_t size, void** out_ptr) {
+  reclaimRetired(device);
+  MemoryArena& arena = device->arena();
+  Status status = arena.allocate(size, out_ptr);
+  if (status.ok() || status.code() != maiaErrorOutOfMemory) return status;
+  // Memory this process freed while other processes had it open comes back
+  // when they close it (the maia c10d backend closes such segments within
+  // milliseconds). Wait for it, bounded, when it could make room.
+  const auto deadline = std::chrono::steady_clock::now() + kRetiredWait;
+  while (arena.capacity() - arena.used() + retiredBytes(device) >= size &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    reclaimRetired(device);
+    if (arena.allocate(size, out_ptr).ok()) return {};
+  }
+  return status;
 }
 
 }  // namespace maia::driver::ipc

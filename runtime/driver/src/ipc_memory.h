@@ -6,6 +6,7 @@
 
 #include <maia/runtime.h>
 
+#include <chrono>
 #include <memory>
 
 #include "error.h"
@@ -21,6 +22,10 @@ class Peer;
 Status exportMemory(void* device_ptr, maiaIpcMemHandle_t* out);
 /// Maps the handle's allocation into device (the caller's current device).
 Status openMemory(const maiaIpcMemHandle_t& handle, Device* device, void** out_ptr);
+/// Maps bytes [offset, offset + bytes) of the handle's allocation (all of
+/// it when whole); *out_ptr is the byte at offset.
+Status openMemoryRange(const maiaIpcMemHandle_t& handle, Device* device, size_t offset,
+                       size_t bytes, bool whole, void** out_ptr);
 Status closeMemory(void* device_ptr);
 /// closeMemory whose last close unmaps once the work queued on stream so
 /// far has completed (at once when there is none), instead of waiting for
@@ -39,5 +44,12 @@ Status freeMemory(Device* device, void* ptr);
 /// Releases device's retired allocations that no live process has open.
 /// Cheap (one atomic load) when nothing is retired.
 void reclaimRetired(Device* device);
+/// How long allocate() waits at most for other processes to close retired
+/// allocations that would make room.
+inline constexpr std::chrono::milliseconds kRetiredWait{1000};
+/// maiaMalloc on device: the arena's allocation, after reclaiming what
+/// other processes closed; out of memory while retired allocations could
+/// make room, it waits (up to kRetiredWait) for their importers to close them.
+Status allocate(Device* device, size_t size, void** out_ptr);
 
 }  // namespace maia::driver::ipc

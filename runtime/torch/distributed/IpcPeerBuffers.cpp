@@ -18,9 +18,21 @@ void awaitIdle(maiaStream_t stream) {
     std::this_thread::yield();
 }
 
+/// How often the background closer looks for segments their owners freed:
+/// an owner's allocation waiting for them waits about this long.
+constexpr std::chrono::milliseconds kCloserPeriod{10};
+
 }  // namespace
 
 IpcPeerBuffers::~IpcPeerBuffers() {
+  if (closer_.joinable()) {
+    {
+      std::lock_guard<std::mutex> lock(closer_mutex_);
+      stopping_ = true;
+    }
+    closer_stop_.notify_all();
+    closer_.join();
+  }
   // Each close waits for the device's queued work, which may read them.
   for (auto& [key, opened] : opened_) (void)maiaIpcCloseMemHandle(opened.base);
 }
@@ -41,10 +53,10 @@ bool IpcPeerBuffers::closeLeastRecentlyUsed(maiaStream_t stream) {
   return true;
 }
 
-void* IpcPeerBuffers::open(const maiaIpcMemHandle_t& handle, maiaStream_t stream,
-                           std::string* error) {
-  Key key;
-  std::copy(std::begin(handle.reserved), std::end(handle.reserved), key.begin());
+void* IpcPeerBuffers::open(const maiaIpcMemHandle_t& handle, size_t offset, size_t bytes,
+                           maiaStream_t stream, std::string* error) {
+  Key key{{}, offset, bytes};
+  std::copy(std::begin(handle.reserved), std::end(handle.reserved), std::get<0>(key).begin());
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto found = opened_.find(key); found != opened_.end()) {
     found->second.plan = plan_;
@@ -55,12 +67,12 @@ void* IpcPeerBuffers::open(const maiaIpcMemHandle_t& handle, maiaStream_t stream
   (void)maiaGetDevice(&previous);
   (void)maiaSetDevice(device_);
   void* base = nullptr;
-  maiaError_t status = maiaIpcOpenMemHandle(&base, handle, 0);
+  maiaError_t status = maiaIpcOpenMemHandleRange(&base, handle, offset, bytes, 0);
   size_t closed = 0;
   if (status == maiaErrorOutOfMemory) awaitIdle(stream);
   while (status == maiaErrorOutOfMemory && closeLeastRecentlyUsed(stream)) {
     ++closed;
-    status = maiaIpcOpenMemHandle(&base, handle, 0);
+    status = maiaIpcOpenMemHandleRange(&base, handle, offset, bytes, 0);
   }
   if (previous >= 0) (void)maiaSetDevice(previous);
   if (status != maiaSuccess) {
@@ -90,6 +102,15 @@ size_t IpcPeerBuffers::closeFreed(maiaStream_t stream) {
     ++closed;
   }
   return closed;
+}
+
+void IpcPeerBuffers::closeFreedInBackground(maiaStream_t stream) {
+  closer_ = std::thread([this, stream] {
+    std::unique_lock<std::mutex> lock(closer_mutex_);
+    while (!closer_stop_.wait_for(lock, kCloserPeriod, [this] { return stopping_; })) {
+      if (opened() > 0) closeFreed(stream);
+    }
+  });
 }
 
 size_t IpcPeerBuffers::opened() const {

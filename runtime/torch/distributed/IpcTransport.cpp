@@ -132,6 +132,12 @@ struct ZeroCopyCollective {
 
 namespace {
 
+/// The bytes every rank exposes for c (the same on every rank).
+size_t exposedBytes(const ZeroCopyCollective& c) {
+  const size_t bytes = c.numel * c10::elementSize(c.dtype);
+  return c.kind == ZeroCopyKind::kReduceScatter ? c.size * bytes : bytes;
+}
+
 /// Whether the bytes [a, a + a_bytes) and [b, b + b_bytes) overlap.
 bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   auto* x = static_cast<const char*>(a);
@@ -251,9 +257,10 @@ std::string IpcTransport::ZeroCopy::plan(const ZeroCopyCollective& c) {
       return c10::str("rank ", q, " exposed its buffer for step ", theirs.epoch,
                       ", this rank is at step ", c.mine.epoch);
     std::string error;
-    void* base = peers.open(theirs.handle, driverStream(helper), &error);
-    if (base == nullptr) return c10::str("rank ", q, ": ", error);
-    buffers[q] = static_cast<char*>(base) + theirs.offset;
+    void* data = peers.open(theirs.handle, theirs.offset, exposedBytes(c), driverStream(helper),
+                            &error);
+    if (data == nullptr) return c10::str("rank ", q, ": ", error);
+    buffers[q] = static_cast<char*>(data);
   }
   try {
     c10::DeviceGuard device_guard(c10::Device(c10::DeviceType::PrivateUse1, c.device));
@@ -297,9 +304,13 @@ IpcTransport::IpcTransport(c10d::Store& store, const std::string& prefix, int ra
     MAIA_CHECK(maiaIpcOpenMemHandle(&scratch_[peer], peer_handle, 0));
   }
   if (zero_copy_bytes_ > 0 && size_ > 1) {
+    size_t free_bytes = 0, total_bytes = 0;
+    MAIA_CHECK(maiaMemGetInfo(&free_bytes, &total_bytes));
+    import_window_bytes_ = static_cast<int64_t>(total_bytes);
     zero_copy_ = std::make_shared<ZeroCopy>(device);
     MAIA_CHECK(maiaMalloc(&zero_copy_->flag, sizeof(uint64_t)));
     MAIA_CHECK(maiaMemset(zero_copy_->flag, 0, sizeof(uint64_t)));
+    zero_copy_->peers.closeFreedInBackground(driverStream(zero_copy_->helper));
   }
 }
 
@@ -357,7 +368,10 @@ size_t IpcTransport::peerBuffersOpened() const {
 uint64_t IpcTransport::zeroCopyLaunches() const { return zero_copy_ ? zero_copy_->launches : 0; }
 
 bool IpcTransport::takesZeroCopy(const Launch& launch, size_t bytes) const {
-  return zero_copy_ && static_cast<int64_t>(bytes) >= zero_copy_bytes_ &&
+  // The peers' buffers must fit the device's import window (its memory's
+  // size) beside the segments other collectives keep open: at most half.
+  const bool fits = (size_ - 1) * static_cast<int64_t>(bytes) <= import_window_bytes_ / 2;
+  return zero_copy_ && static_cast<int64_t>(bytes) >= zero_copy_bytes_ && fits &&
          !isStreamCapturing(launch.stream);
 }
 

@@ -116,7 +116,8 @@ class IpcTransport final : public Transport {
   /// says what it moves (every rank must be at the same one).
   void sync(Launch& launch, const std::string& step);
   /// Whether a collective of bytes takes the zero-copy path (every rank
-  /// decides alike: same message size, same capture state).
+  /// decides alike: same message size, same capture state, same device
+  /// memory size).
   bool takesZeroCopy(const Launch& launch, size_t bytes) const;
   /// Enqueues a zero-copy collective of numel elements (per rank for
   /// allgather and reduce-scatter), the peers reading exposed in place;
@@ -162,6 +163,7 @@ class IpcTransport final : public Transport {
   struct ZeroCopy;
   std::shared_ptr<ZeroCopy> zero_copy_;  // shared with the steps it queued
   int64_t zero_copy_bytes_;
+  int64_t import_window_bytes_ = 0;  // the device's, as large as its memory
   void* own_scratch_ = nullptr;
   std::vector<void*> scratch_;  // per rank: own_scratch_, or the peer's, mapped
   uint64_t epoch_ = 0;

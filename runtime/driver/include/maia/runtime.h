@@ -250,6 +250,15 @@ MAIA_RUNTIME_API maiaError_t maiaIpcGetMemHandle(maiaIpcMemHandle_t* out_handle,
  *  and needs one more close. A handle of this process is refused. */
 MAIA_RUNTIME_API maiaError_t maiaIpcOpenMemHandle(void** out_device_ptr,
                                                   maiaIpcMemHandle_t handle, unsigned flags);
+/** maiaIpcOpenMemHandle of bytes [offset, offset + bytes) of the handle's
+ *  allocation only (the whole pages around them): *out_device_ptr is the
+ *  byte at offset, and only that range takes room in the device's import
+ *  window (as large as its memory). Opening the same range again returns
+ *  the same pointer; other ranges are mappings of their own. Each open
+ *  needs a maiaIpcCloseMemHandle of the pointer it returned. */
+MAIA_RUNTIME_API maiaError_t maiaIpcOpenMemHandleRange(void** out_device_ptr,
+                                                       maiaIpcMemHandle_t handle, size_t offset,
+                                                       size_t bytes, unsigned flags);
 /** Drops one open; the last one waits for the device's queued work, then
  *  unmaps. */
 MAIA_RUNTIME_API maiaError_t maiaIpcCloseMemHandle(void* device_ptr);
