@@ -61,6 +61,13 @@ int deviceMemoryMappings() {
   return count;
 }
 
+/// deviceMemoryMappings() once the driver has made its own.
+int mappingsOfAnInitializedDriver() {
+  int devices = 0;
+  EXPECT_EQ(maiaGetDeviceCount(&devices), maiaSuccess) << maiaGetLastErrorMessage();
+  return deviceMemoryMappings();
+}
+
 constexpr int64_t kCount = 1000;
 
 /// A new allocation of kCount int64 values start, start + 1, ... whose
@@ -418,9 +425,7 @@ TEST(IpcTest, FreeWhileOpenElsewhereKeepsThePagesUntilTheLastClose) {
 
 TEST(IpcTest, AnImporterSeesTheOwnersFreeAndClosesBehindItsStream) {
   Peer child([](Peer& exporter) {
-    int devices = 0;
-    MAIA_ASSERT_OK(maiaGetDeviceCount(&devices));  // the driver's own mappings
-    const int mappings = deviceMemoryMappings();
+    const int mappings = mappingsOfAnInitializedDriver();
     auto handle = exporter.receive<maiaIpcMemHandle_t>();
     void* shared = nullptr;
     MAIA_ASSERT_OK(maiaIpcOpenMemHandle(&shared, handle, 0));
@@ -462,9 +467,7 @@ TEST(IpcTest, AnImporterSeesTheOwnersFreeAndClosesBehindItsStream) {
 
 TEST(IpcTest, AsyncCloseOnAnIdleStreamUnmapsAtOnceOnAnotherDevicesIsRefused) {
   Peer child([](Peer& exporter) {
-    int devices = 0;
-    MAIA_ASSERT_OK(maiaGetDeviceCount(&devices));  // the driver's own mappings
-    const int mappings = deviceMemoryMappings();
+    const int mappings = mappingsOfAnInitializedDriver();
     auto handle = exporter.receive<maiaIpcMemHandle_t>();
     void* shared = nullptr;
     MAIA_ASSERT_OK(maiaSetDevice(0));
@@ -495,9 +498,7 @@ TEST(IpcTest, AsyncCloseOnAnIdleStreamUnmapsAtOnceOnAnotherDevicesIsRefused) {
 
 TEST(IpcTest, RangesOfAnAllocationMapOnlyThemselves) {
   Peer child([](Peer& exporter) {
-    int devices = 0;
-    MAIA_ASSERT_OK(maiaGetDeviceCount(&devices));  // the driver's own mappings
-    const int mappings = deviceMemoryMappings();
+    const int mappings = mappingsOfAnInitializedDriver();
     auto handle = exporter.receive<maiaIpcMemHandle_t>();
     constexpr size_t kItem = sizeof(int64_t);
     void* middle = nullptr;

@@ -21,6 +21,19 @@ Status quiesceAllDevices() {
   return {};
 }
 
+/// maiaIpcOpenMemHandle (whole) and maiaIpcOpenMemHandleRange.
+maiaError_t openIpcMemory(const char* what, void** out_device_ptr,
+                          const maiaIpcMemHandle_t& handle, size_t offset, size_t bytes,
+                          bool whole, unsigned flags) {
+  MAIA_CHECK_OUT(out_device_ptr);
+  MAIA_API_ENTER();
+  if ((flags & ~static_cast<unsigned>(maiaIpcMemLazyEnablePeerAccess)) != 0)
+    return report(makeError(maiaErrorInvalidValue, what, ": unknown flags 0x", std::hex, flags));
+  Device* device = nullptr;
+  MAIA_RETURN_REPORT(currentDevice(&device));
+  return report(ipc::openMemoryRange(handle, device, offset, bytes, whole, out_device_ptr));
+}
+
 }  // namespace
 
 extern "C" {
@@ -135,27 +148,14 @@ maiaError_t maiaIpcGetMemHandle(maiaIpcMemHandle_t* out_handle, void* device_ptr
 
 maiaError_t maiaIpcOpenMemHandle(void** out_device_ptr, maiaIpcMemHandle_t handle,
                                  unsigned flags) {
-  MAIA_CHECK_OUT(out_device_ptr);
-  MAIA_API_ENTER();
-  if ((flags & ~static_cast<unsigned>(maiaIpcMemLazyEnablePeerAccess)) != 0)
-    return report(makeError(maiaErrorInvalidValue, "maiaIpcOpenMemHandle: unknown flags 0x",
-                            std::hex, flags));
-  Device* device = nullptr;
-  MAIA_RETURN_REPORT(currentDevice(&device));
-  return report(ipc::openMemory(handle, device, out_device_ptr));
+  return openIpcMemory("maiaIpcOpenMemHandle", out_device_ptr, handle, 0, 0, /*whole=*/true,
+                       flags);
 }
 
 maiaError_t maiaIpcOpenMemHandleRange(void** out_device_ptr, maiaIpcMemHandle_t handle,
                                       size_t offset, size_t bytes, unsigned flags) {
-  MAIA_CHECK_OUT(out_device_ptr);
-  MAIA_API_ENTER();
-  if ((flags & ~static_cast<unsigned>(maiaIpcMemLazyEnablePeerAccess)) != 0)
-    return report(makeError(maiaErrorInvalidValue, "maiaIpcOpenMemHandleRange: unknown flags 0x",
-                            std::hex, flags));
-  Device* device = nullptr;
-  MAIA_RETURN_REPORT(currentDevice(&device));
-  return report(ipc::openMemoryRange(handle, device, offset, bytes, /*whole=*/false,
-                                     out_device_ptr));
+  return openIpcMemory("maiaIpcOpenMemHandleRange", out_device_ptr, handle, offset, bytes,
+                       /*whole=*/false, flags);
 }
 
 maiaError_t maiaIpcCloseMemHandle(void* device_ptr) {

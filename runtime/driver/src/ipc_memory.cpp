@@ -132,10 +132,6 @@ Status exportMemory(void* device_ptr, maiaIpcMemHandle_t* out) {
   return {};
 }
 
-Status openMemory(const maiaIpcMemHandle_t& handle, Device* device, void** out_ptr) {
-  return openMemoryRange(handle, device, 0, 0, /*whole=*/true, out_ptr);
-}
-
 Status openMemoryRange(const maiaIpcMemHandle_t& handle, Device* device, size_t offset,
                        size_t bytes, bool whole, void** out_ptr) {
   const char* what = whole ? "maiaIpcOpenMemHandle" : "maiaIpcOpenMemHandleRange";

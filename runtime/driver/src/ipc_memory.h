@@ -20,10 +20,9 @@ namespace maia::driver::ipc {
 class Peer;
 
 Status exportMemory(void* device_ptr, maiaIpcMemHandle_t* out);
-/// Maps the handle's allocation into device (the caller's current device).
-Status openMemory(const maiaIpcMemHandle_t& handle, Device* device, void** out_ptr);
 /// Maps bytes [offset, offset + bytes) of the handle's allocation (all of
-/// it when whole); *out_ptr is the byte at offset.
+/// it when whole) into device (the caller's current device); *out_ptr is
+/// the byte at offset.
 Status openMemoryRange(const maiaIpcMemHandle_t& handle, Device* device, size_t offset,
                        size_t bytes, bool whole, void** out_ptr);
 Status closeMemory(void* device_ptr);
