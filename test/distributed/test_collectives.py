@@ -53,6 +53,9 @@ def check_reduce_scatter(rank, world):
             out = torch.empty(3, 2, dtype=dtype, device=dev(rank))
             dist.reduce_scatter_tensor(out, inputs[rank].to(dev(rank)), op=op)
             failures.check(out, expected, f"reduce_scatter_tensor {name} {dtype}")
+            single = torch.empty(3, 2, dtype=dtype, device=dev(rank))
+            dist.reduce_scatter_single(single, inputs[rank].to(dev(rank)), op=op)
+            failures.check(single, expected, f"reduce_scatter_single {name} {dtype}")
             out_list = torch.zeros(3, 2, dtype=dtype, device=dev(rank))
             dist.reduce_scatter(out_list, list(inputs[rank].to(dev(rank)).chunk(world)), op=op)
             failures.check(out_list, expected, f"reduce_scatter {name} {dtype}")
@@ -80,6 +83,9 @@ def check_movement(rank, world):
         flat = torch.zeros(world * 2, 3, dtype=dtype, device=d)
         dist.all_gather_into_tensor(flat, mine[rank].to(d))
         failures.check(flat, torch.cat(mine), f"all_gather_into_tensor {dtype}")
+        single = torch.zeros(world * 2, 3, dtype=dtype, device=d)
+        dist.all_gather_single(single, mine[rank].to(d))
+        failures.check(single, torch.cat(mine), f"all_gather_single {dtype}")
         # gather to rank 0, scatter from the last rank
         gathered = [torch.zeros(2, 3, dtype=dtype, device=d) for _ in range(world)] \
             if rank == 0 else None

@@ -1,6 +1,7 @@
 """Collective bandwidth and latency of the maia c10d backend, like nccl-tests.
 
-all_reduce, all_gather_into_tensor and reduce_scatter_tensor from 8 B to
+all_reduce, all_gather_single and reduce_scatter_single (torch 2.13's names
+for all_gather_into_tensor and reduce_scatter_tensor) from 8 B to
 256 MiB on 2 and 4 ranks (one process per rank, rank r on maia:r with
 MAIA_NUM_CORES=1), against, in the same run:
   - Gloo on CPU tensors (the same collectives, same sizes, same processes:
@@ -129,13 +130,13 @@ def _worker(rank, world, port, sizes, quick, rounds, collectives, results):
                     outp = torch.empty(elems, device=device)
 
                     def run(inp=inp, outp=outp):
-                        dist.all_gather_into_tensor(outp, inp)
+                        dist.all_gather_single(outp, inp)
                 else:
                     inp = torch.ones(elems, device=device)
                     outp = torch.empty(elems // world, device=device)
 
                     def run(inp=inp, outp=outp):
-                        dist.reduce_scatter_tensor(outp, inp)
+                        dist.reduce_scatter_single(outp, inp)
                 run()
                 sync()
                 iters = _iterations(size, quick)
