@@ -76,6 +76,10 @@ UPSTREAM = {
     ("nn_grad", 3): "the same ValueRangeError for a convolution's input: F.conv2d("
                     "F.max_pool2d(a2, 3, 2, 1, 1), a3, dilation=2) with gradients, automatic "
                     "dynamic; Inductor CPU without oneDNN fails alike",
+    ("float64", 130005): "the compiled result has the wrong dtype: (torch.cat([a0.any(1, "
+                         "keepdim=True), a1], 1).tanh() * 0.5 + 1).prod(0) of 1x1 bfloat16 "
+                         "a0, a1 is float32 compiled (Inductor CPU too), bfloat16 eagerly; "
+                         "without the tanh both give bfloat16",
 }
 
 
