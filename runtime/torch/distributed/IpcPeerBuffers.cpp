@@ -84,6 +84,7 @@ void* IpcPeerBuffers::open(const maiaIpcMemHandle_t& handle, size_t offset, size
     return nullptr;
   }
   opened_.emplace(key, Opened{base, plan_});
+  if (closer_stream_ != nullptr && !closer_.joinable()) startCloser();
   return base;
 }
 
@@ -105,7 +106,12 @@ size_t IpcPeerBuffers::closeFreed(maiaStream_t stream) {
 }
 
 void IpcPeerBuffers::closeFreedInBackground(maiaStream_t stream) {
-  closer_ = std::thread([this, stream] {
+  std::lock_guard<std::mutex> lock(mutex_);
+  closer_stream_ = stream;
+}
+
+void IpcPeerBuffers::startCloser() {
+  closer_ = std::thread([this, stream = closer_stream_] {
     std::unique_lock<std::mutex> lock(closer_mutex_);
     while (!closer_stop_.wait_for(lock, kCloserPeriod, [this] { return stopping_; })) {
       if (opened() > 0) closeFreed(stream);

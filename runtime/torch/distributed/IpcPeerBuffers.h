@@ -59,9 +59,10 @@ class IpcPeerBuffers {
   /// work queued on stream so far has completed (the caller guarantees
   /// that no other stream's queued work reads them). Returns how many.
   size_t closeFreed(maiaStream_t stream);
-  /// Runs closeFreed(stream) every few milliseconds on a thread of its own
-  /// until destruction, so that an owner's allocation needing memory it
-  /// freed does not wait for this rank's next collective.
+  /// From the first open() on, runs closeFreed(stream) every few
+  /// milliseconds on a thread of its own until destruction, so that an
+  /// owner's allocation needing memory it freed does not wait for this
+  /// rank's next collective (a group that never opens a buffer starts none).
   void closeFreedInBackground(maiaStream_t stream);
   size_t opened() const;
 
@@ -80,7 +81,11 @@ class IpcPeerBuffers {
   mutable std::mutex mutex_;
   std::map<Key, Opened> opened_;
   uint64_t plan_ = 0;
+  /// Starts the background closer. Requires mutex_.
+  void startCloser();
+
   // The background closer (closeFreedInBackground).
+  maiaStream_t closer_stream_ = nullptr;  // null: none wanted
   std::mutex closer_mutex_;
   std::condition_variable closer_stop_;
   bool stopping_ = false;
