@@ -269,6 +269,11 @@ class MemoryAccess:
 
     def _trap_if(self, buffer, bad) -> None:
         """Traps the program if bad holds in any active lane."""
+        if self._load_mask is not None:
+            # Inside ops.masked (a pad, a masked gather): where the mask is
+            # off, the loads feeding this check gave the masked value (a
+            # pad's fill), not an index, and nothing reads through it.
+            bad = self.logical(buffer, "arith.andi", bad, self._load_mask)
         if bad.vec:
             if self.lane_mask is not None:
                 bad = self.logical(buffer, "arith.andi", bad, self.lane_mask)

@@ -35,6 +35,16 @@ def test_gather_under_a_max_pool_padding_mask():
             lambda x, i: F.max_pool2d(x[:, i[:1], :size, :size], 2, 2, 1), x, index)
 
 
+def test_a_padded_gather_checks_only_the_indices_it_reads():
+    # F.pad of a gather: where the pad's mask is off, the masked index load
+    # gives the fill (-1), which the bounds check took for an index and
+    # trapped on (SIGILL, fuzzer seed 132368: "device code raised SIGILL").
+    x = torch.randn(8, 33)
+    index = torch.randint(0, 33, (8, 3))
+    assert_compiled_matches(
+        lambda x, i: -F.pad(torch.gather(x, 1, i), (2, 1), value=-1).softmax(0), x, index)
+
+
 def test_index_put_and_scatter_add_accumulate_duplicates():
     x = torch.zeros(10)
     index = torch.randint(0, 10, (200,))
