@@ -10,8 +10,9 @@ naming the operator, the first time they run). Matrix products become GEMM
 templates (gemm_template.py: mm -> maia_gemm.mm, bmm -> maia_gemm.bmm,
 addmm/baddbmm -> the product plus the bias as a pointwise epilogue),
 convolutions convolution templates (conv_template.py); an indexed write
-into an expanded tensor gets a copy of it to write into (Inductor's
-reinplace pass would write into the shared rows); and float16/bfloat16
+into an expanded or concatenated tensor gets a copy of it to write into
+(Inductor's reinplace pass would write into the shared rows, or into the
+concatenation); and float16/bfloat16
 convolutions with a bias and scattered sums the eager kernel whole
 (Inductor would round at every step, the eager kernel rounds once).
 
@@ -135,20 +136,31 @@ def _overlaps_itself(value) -> bool:
     return any(stride == 0 and size > 1 for size, stride in zip(value.shape, value.stride()))
 
 
+def _concatenated(node: torch.fx.Node) -> bool:
+    return any(user.op == "call_function" and user.target == aten.cat.default
+               for user in node.users)
+
+
 def materialize_overlapping_write_targets(graph: torch.fx.Graph) -> None:
-    """index_put (index_add, index_copy, ... decompose to it) of an expanded
-    maia tensor writes into a contiguous copy of it. Inductor's reinplace
-    pass makes it write into the expanded tensor's memory, where the rows an
-    expand shares collide (pytorch/pytorch#183986, fixed after torch 2.13:
-    index_add of zeros(1, 8).expand(4, -1) gives every row the sum of all
-    rows' updates, on every device, and the CPU's kernel writes out of
-    bounds); the copy makes the write target a tensor of its own."""
+    """index_put (index_add, index_copy, ... decompose to it) of a maia
+    tensor writes into a contiguous copy of it when Inductor's reinplace
+    pass would make it write into memory that something else shows:
+    - an expanded tensor, where the rows an expand shares collide
+      (pytorch/pytorch#183986, fixed after torch 2.13: index_add of
+      zeros(1, 8).expand(4, -1) gives every row the sum of all rows'
+      updates, on every device, and the CPU's kernel writes out of bounds);
+    - a tensor that is also concatenated: Inductor computes a cat input
+      straight into the cat's output, so the in-place write changed the
+      concatenation (pytorch/pytorch#177821: cat([v0, a4]) after
+      v0.index_put((i,), x, accumulate=True) held the updated v0).
+    The copy makes the write target a tensor of its own."""
     for node in list(graph.nodes):
         if node.op != "call_function" or node.target not in _INDEXED_WRITES:
             continue
         target = node.args[0]
         value = fake_value(target)
-        if value is None or value.device.type != "maia" or not _overlaps_itself(value):
+        if (value is None or value.device.type != "maia"
+                or not (_overlaps_itself(value) or _concatenated(target))):
             continue
         with graph.inserting_before(node):
             copy = _with_value(graph.call_function(

@@ -45,6 +45,25 @@ def test_a_padded_gather_checks_only_the_indices_it_reads():
         lambda x, i: -F.pad(torch.gather(x, 1, i), (2, 1), value=-1).softmax(0), x, index)
 
 
+def test_an_indexed_write_leaves_a_concatenation_alone():
+    # Inductor computes a cat input straight into the cat's output and its
+    # reinplace pass then ran the index_put in that memory: the cat held
+    # the updated values (pytorch/pytorch#177821, Inductor CPU alike;
+    # fuzzer seeds 1046 and 132873).
+    def fn(a0, a1, index, values, a4):
+        v0 = torch.minimum(a0, a1)
+        v1 = v0.index_put((index,), values, accumulate=True)
+        return torch.cat([v0, a4], dim=0), v1.abs()
+
+    assert_compiled_matches(fn, torch.randn(2, 2), torch.randn(2, 2), torch.tensor([1, 0]),
+                            torch.randn(2, 2), torch.randn(2, 2))
+    assert_compiled_matches(
+        lambda a0, i, x: (torch.cat([a0 + 1, (a0 + 1) * 2], 1),
+                          torch.index_add(a0 + 1, 1, i, x, alpha=2)),
+        torch.randint(-5, 5, (3, 3), dtype=torch.int32), torch.tensor([2, 0]),
+        torch.randint(-5, 5, (3, 2), dtype=torch.int32))
+
+
 def test_index_put_and_scatter_add_accumulate_duplicates():
     x = torch.zeros(10)
     index = torch.randint(0, 10, (200,))
