@@ -217,12 +217,18 @@ Status notOpened(const char* what, const void* device_ptr) {
 
 /// Drops one open of device_ptr; the last one takes the import out of the
 /// maps into *closing (its unmapping is then the caller's) and sets *last.
-Status dropOpen(const char* what, void* device_ptr, Import* closing, bool* last) {
+/// With a device, an import opened on another device is refused instead.
+Status dropOpen(const char* what, void* device_ptr, const Device* device, Import* closing,
+                bool* last) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto by_pointer = s.imports_by_pointer.find(device_ptr);
   if (by_pointer == s.imports_by_pointer.end()) return notOpened(what, device_ptr);
   auto it = s.imports.find(by_pointer->second);
+  if (device != nullptr && it->second.device != device)
+    return makeError(maiaErrorInvalidValue, what, "(", device_ptr,
+                     "): the stream is on another device than the one the handle was "
+                     "opened on");
   *last = --it->second.opens == 0;
   if (!*last) return {};
   *closing = std::move(it->second);
@@ -264,7 +270,8 @@ class UnmapImportCommand final : public Command {
 Status closeMemory(void* device_ptr) {
   Import closing;
   bool last = false;
-  MAIA_RETURN_IF_ERROR(dropOpen("maiaIpcCloseMemHandle", device_ptr, &closing, &last));
+  MAIA_RETURN_IF_ERROR(
+      dropOpen("maiaIpcCloseMemHandle", device_ptr, /*device=*/nullptr, &closing, &last));
   if (!last) return {};
   // Queued copies and kernels may still use the memory.
   MAIA_RETURN_IF_ERROR(synchronizeDevice(closing.device, /*report_sticky=*/false));
@@ -273,20 +280,10 @@ Status closeMemory(void* device_ptr) {
 }
 
 Status closeMemoryOnStream(void* device_ptr, Stream* stream) {
-  constexpr const char* what = "maiaIpcCloseMemHandleAsync";
-  {
-    State& s = state();
-    std::lock_guard<std::mutex> lock(s.mutex);
-    auto by_pointer = s.imports_by_pointer.find(device_ptr);
-    if (by_pointer == s.imports_by_pointer.end()) return notOpened(what, device_ptr);
-    if (s.imports.at(by_pointer->second).device != stream->device)
-      return makeError(maiaErrorInvalidValue, what, "(", device_ptr,
-                       "): the stream is on another device than the one the handle was "
-                       "opened on");
-  }
   Import closing;
   bool last = false;
-  MAIA_RETURN_IF_ERROR(dropOpen(what, device_ptr, &closing, &last));
+  MAIA_RETURN_IF_ERROR(
+      dropOpen("maiaIpcCloseMemHandleAsync", device_ptr, stream->device, &closing, &last));
   if (!last) return {};
   if (stream->idle()) {  // nothing queued before the close can read it
     unmap(closing);

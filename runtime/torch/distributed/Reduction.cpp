@@ -3,8 +3,6 @@
 #include <ATen/ATen.h>
 #include <c10/util/Exception.h>
 
-#include <algorithm>
-
 #include "ops/EagerKernels.h"
 
 namespace torch_maia::distributed {
@@ -74,10 +72,7 @@ void combine(const at::Tensor& result, const std::vector<at::Tensor>& sources,
     std::vector<const at::Tensor*> inputs;
     if (next > 0) inputs.push_back(&out);
     while (inputs.size() < kMaxFold && next < sources.size()) inputs.push_back(&sources[next++]);
-    if (inputs.size() == 2) {
-      combineOut(out, *inputs[0], *inputs[1], op);
-      continue;
-    }
+    // Two inputs (or a dtype or op without a fold kernel): binary kernels.
     const char* kernel = foldKernel(op, inputs.size(), out.scalar_type());
     if (kernel == nullptr) {
       for (size_t i = 1; i < inputs.size(); ++i)
