@@ -12,7 +12,6 @@ to the host (other operators a sample needs, e.g. the sum of cross_entropy's lab
 smoothing, may). Gradients: the backward operators listed in BACKWARD_NATIVE must not
 fall back either."""
 
-import ctypes
 
 import pytest
 import torch
@@ -20,6 +19,7 @@ from torch.testing._internal.common_methods_invocations import op_db
 
 from opinfo_support import (cases, check_forward_samples, check_gradient_samples,
                             new_fallbacks, to_maia)
+from sticky_support import expect_sticky_error
 
 SOFTMAX = {"aten::_softmax"}
 LOG_SOFTMAX = {"aten::_log_softmax"}
@@ -292,48 +292,38 @@ def test_cross_entropy_trains_natively():
 def test_out_of_range_index_is_a_sticky_error(case):
     """No host-side check (it would synchronize): the kernel traps, the driver reports a
     sticky error naming the kernel at the next synchronize; a reset recovers."""
-    driver = ctypes.CDLL("libmaia_runtime.so")  # already loaded by torch_maia
     device = torch.device("maia:0")
     torch.maia.synchronize(0)
+    x = torch.randn(4, 3, device=device)
+    zeros = torch.zeros(4, 3, device=device)
     if case == "index_select":
-        x = torch.randn(4, 3, device=device)
-        torch.index_select(x, 0, torch.tensor([0, 7], device=device))
-        kernel = "index_select_f32"
+        index = torch.tensor([0, 7], device=device)
+        kernel, fault = "index_select_f32", lambda: torch.index_select(x, 0, index)
     elif case == "nll_loss":
-        x = torch.randn(4, 3, device=device)
-        torch.nn.functional.nll_loss(x, torch.tensor([0, 1, 5, 2], device=device))
-        kernel = "nll_loss_f32"
+        target = torch.tensor([0, 1, 5, 2], device=device)
+        kernel, fault = "nll_loss_f32", lambda: torch.nn.functional.nll_loss(x, target)
     elif case == "gather":
-        x = torch.randn(4, 3, device=device)
-        torch.gather(x, 1, torch.tensor([[0], [3], [1], [2]], device=device))
-        kernel = "gather_f32"
+        index = torch.tensor([[0], [3], [1], [2]], device=device)
+        kernel, fault = "gather_f32", lambda: torch.gather(x, 1, index)
     elif case == "scatter_add":
-        x = torch.zeros(4, 3, device=device)
-        x.scatter_add_(0, torch.tensor([[0, -1, 1]], device=device), torch.ones(1, 3, device=device))
-        kernel = "scatter_f32"
+        index, ones = torch.tensor([[0, -1, 1]], device=device), torch.ones(1, 3, device=device)
+        kernel, fault = "scatter_f32", lambda: zeros.scatter_add_(0, index, ones)
     elif case == "index":
-        x = torch.randn(4, 3, device=device)
-        x[:, torch.tensor([0, 3], device=device)]
-        kernel = "index_f32"
+        index = torch.tensor([0, 3], device=device)
+        kernel, fault = "index_f32", lambda: x[:, index]
     elif case == "index_negative":  # -4 is in range, -5 is not
-        x = torch.randn(4, 3, device=device)
-        x[torch.tensor([-4, -5], device=device)]
-        kernel = "index_f32"
+        index = torch.tensor([-4, -5], device=device)
+        kernel, fault = "index_f32", lambda: x[index]
     elif case == "index_put":
-        x = torch.zeros(4, 3, device=device)
-        x.index_put_((torch.tensor([1, 4], device=device),), torch.ones(2, 3, device=device),
-                     accumulate=True)
-        kernel = "index_put_f32"
+        index, ones = torch.tensor([1, 4], device=device), torch.ones(2, 3, device=device)
+        kernel, fault = "index_put_f32", lambda: zeros.index_put_((index,), ones, accumulate=True)
     else:
         g = torch.randn(2, 5, device=device)
-        torch.ops.aten.embedding_dense_backward(g, torch.tensor([1, -3], device=device), 4,
-                                                -1, False)
+        index = torch.tensor([1, -3], device=device)
         kernel = "embedding_bwd_f32"
-    try:
-        with pytest.raises(RuntimeError, match=rf"{kernel}.*sticky"):
-            torch.maia.synchronize(0)
-    finally:
-        assert driver.maiaDeviceReset(0) == 0
+        fault = lambda: torch.ops.aten.embedding_dense_backward(g, index, 4, -1, False)  # noqa: E731
+    with expect_sticky_error(kernel):
+        fault()
     assert torch.ones(3, device=device).sum().item() == 3.0
 
 
