@@ -31,6 +31,7 @@ import torch
 from torch._inductor.custom_graph_pass import CustomGraphModulePass, get_hash_for_files
 
 from . import conv_template, eager_fallbacks, gemm_template
+from .gemm_grid import _core_count
 from .template_graph import fake_value, has_static_layout
 
 aten = torch.ops.aten
@@ -189,5 +190,9 @@ class MaiaPostGradPasses(CustomGraphModulePass):
         gm.recompile()
 
     def uuid(self):
-        return get_hash_for_files((__file__, eager_fallbacks.__file__, gemm_template.__file__,
-                                   conv_template.__file__))
+        # Compiled graphs bake static launch grids sized to the device's
+        # cores (gemm_grid.py): a graph cached under MAIA_NUM_CORES=1 ran
+        # every kernel on one core of two. The core count is in the key.
+        return (get_hash_for_files((__file__, eager_fallbacks.__file__, gemm_template.__file__,
+                                    conv_template.__file__)),
+                _core_count(0))

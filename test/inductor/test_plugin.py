@@ -125,6 +125,27 @@ def test_warm_start_hits_the_caches(tmp_path):
     assert binaries, "kernel binaries are cached under Inductor's cache dir"
 
 
+def test_a_graph_cached_for_another_core_count_is_compiled_again(tmp_path):
+    # Static launch grids are sized to the device's cores: a hit across core
+    # counts ran a 256^3 GEMM on one program of a 2-core device.
+    script = ("import torch\n"
+              "from torch._dynamo.utils import counters\n"
+              "from torch._inductor.codecache import PyCodeCache\n"
+              "x = torch.randn(256, 256, device='maia')\n"
+              "torch.compile(lambda x: (x @ x).relu())(x)\n"
+              "print('HITS', counters['inductor']['fxgraph_cache_hit'])\n"
+              "code = ''.join(open(m.__file__).read() for m in PyCodeCache.modules)\n"
+              "print('GRIDS', sorted(set(__import__('re').findall(r'\\.run\\((\\(.*?\\))', code))))\n")
+    env = {"TORCHINDUCTOR_CACHE_DIR": str(tmp_path)}
+    one = run_python(script, env={**env, "MAIA_NUM_CORES": "1"})
+    two = run_python(script, env={**env, "MAIA_NUM_CORES": "2"})
+    again = run_python(script, env={**env, "MAIA_NUM_CORES": "2"})
+    assert one.returncode == 0 and two.returncode == 0, one.stderr + two.stderr
+    assert "HITS 0" in one.stdout and "GRIDS ['(1, 1)']" in one.stdout, one.stdout
+    assert "HITS 0" in two.stdout and "GRIDS ['(2, 1)']" in two.stdout, two.stdout
+    assert "HITS 1" in again.stdout, again.stdout
+
+
 def test_binary_cache_is_keyed_by_source_and_compiler():
     from maia_inductor import compiler
 
