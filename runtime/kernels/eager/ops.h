@@ -11,6 +11,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "exponential.h"
 #include "scalar_types.h"
 
 namespace maia_eager::op {
@@ -264,7 +265,7 @@ using Ceil = Rounding<RoundMode::Ceil>;
 using Floor = Rounding<RoundMode::Floor>;
 using Trunc = Rounding<RoundMode::Trunc>;
 using Round = Rounding<RoundMode::Nearest>;
-struct Exp { template <typename C> C operator()(C a) const { return std::exp(a); } };
+struct Exp { template <typename C> C operator()(C a) const { return exponential(a); } };
 struct Log { template <typename C> C operator()(C a) const { return std::log(a); } };
 struct Log2 { template <typename C> C operator()(C a) const { return std::log2(a); } };
 struct Log10 { template <typename C> C operator()(C a) const { return std::log10(a); } };
@@ -276,9 +277,9 @@ struct Sin { template <typename C> C operator()(C a) const { return std::sin(a);
 struct Cos { template <typename C> C operator()(C a) const { return std::cos(a); } };
 struct Tanh { template <typename C> C operator()(C a) const { return std::tanh(a); } };
 struct Sigmoid {
-  template <typename C> C operator()(C a) const { return Div{}(C(1), C(1) + std::exp(-a)); }
+  template <typename C> C operator()(C a) const { return Div{}(C(1), C(1) + exponential(-a)); }
 };
-struct Silu { template <typename C> C operator()(C a) const { return a / (C(1) + std::exp(-a)); } };
+struct Silu { template <typename C> C operator()(C a) const { return a / (C(1) + exponential(-a)); } };
 struct Erf { template <typename C> C operator()(C a) const { return std::erf(a); } };
 struct Reciprocal { template <typename C> C operator()(C a) const { return Div{}(C(1), a); } };
 struct GeluErf {
@@ -361,7 +362,7 @@ struct ThresholdBackward {
 struct GeluErfBackward {
   template <typename C> C operator()(C g, C x) const {
     const C cdf = C(0.5) * (C(1) + std::erf(x * C(M_SQRT1_2)));
-    const C pdf = std::exp(C(-0.5) * x * x) * C(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+    const C pdf = exponential(C(-0.5) * x * x) * C(M_2_SQRTPI * M_SQRT1_2 * 0.5);
     return g * (cdf + x * pdf);
   }
 };
@@ -519,12 +520,12 @@ struct LerpScalar {
 // into grad_input first), so float16/bfloat16 gradients match it.
 /// glu: a * sigmoid(b) of the input's two halves.
 struct Glu {
-  template <typename C> C operator()(C a, C b) const { return a * (C(1) / (C(1) + std::exp(-b))); }
+  template <typename C> C operator()(C a, C b) const { return a * (C(1) / (C(1) + exponential(-b))); }
 };
 /// sigmoid(b) rounded to T: the CPU's first step of glu's backward.
 template <typename T, typename C>
 C storedSigmoid(C b) {
-  return load(store<T>(C(1) / (C(1) + std::exp(-b))));
+  return load(store<T>(C(1) / (C(1) + exponential(-b))));
 }
 /// glu backward, first half: sigmoid(b) * grad.
 template <typename T>

@@ -2,7 +2,7 @@
 
 // The whole pipeline: only the LLVM dialect remains, the entry point has the
 // MAIA ABI, the row loop works on 16-wide vectors (masked at the tail) and
-// no math function is called (exp computes in f64 vectors).
+// no math function is called (exp computes in f32 vectors).
 // CHECK-LABEL: llvm.func @softmax(
 // CHECK-SAME: %{{.*}}: !llvm.ptr, %{{.*}}: !llvm.ptr)
 // CHECK-NOT: llvm.call
@@ -12,7 +12,7 @@
 // CHECK-NOT: scf.
 // CHECK-NOT: maia.
 // CHECK: llvm.intr.masked.load {{.*}} -> vector<16xf32>
-// CHECK: llvm.intr.fma({{.*}}) : (vector<16xf64>, vector<16xf64>, vector<16xf64>) -> vector<16xf64>
+// CHECK: llvm.intr.fma({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 // CHECK: llvm.intr.masked.store
 // CHECK-NOT: llvm.call
 // CHECK: llvm.return
