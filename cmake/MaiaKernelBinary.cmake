@@ -58,6 +58,9 @@ function(maia_add_generated_kernel_binary name)
   maia_add_host_kernel_binary(${name}
     SOURCES ${ARG_SOURCES} ${ARG_OUTPUTS}
     COMPILE_OPTIONS -march=${ARG_ISA} -fno-math-errno -fno-trapping-math ${ARG_COMPILE_OPTIONS})
+  # compiler/include: maia/Transforms/MathCoefficients.h, the polynomials the
+  # compiled kernels share with the eager ones (plain constexpr data).
   target_include_directories(${name} PRIVATE
-    ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime/kernels/eager)
+    ${CMAKE_CURRENT_SOURCE_DIR} ${PROJECT_SOURCE_DIR}/runtime/kernels/eager
+    ${PROJECT_SOURCE_DIR}/compiler/include)
 endfunction()

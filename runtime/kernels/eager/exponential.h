@@ -4,8 +4,8 @@
 // (eager exp of 4M floats ran 6.5x slower than the CPU's). The float
 // version is the algorithm of the compiled kernels' exp (maia-approximate-
 // math): within 1 ulp of the correctly rounded result and of the CPU's exp
-// for every float32, checked exhaustively (tools/conformance/exp_ulp_sweep.py
-// and test/cpp's sweep of the eager kernel).
+// for every float32, checked exhaustively (tools/conformance/math_ulp_sweep.py;
+// the suite sweeps a subset: test/python/test_eager_math_accuracy.py).
 #pragma once
 
 #include <bit>

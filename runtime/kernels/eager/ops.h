@@ -13,6 +13,7 @@
 
 #include "exponential.h"
 #include "scalar_types.h"
+#include "wide_math.h"
 
 namespace maia_eager::op {
 
@@ -275,22 +276,22 @@ struct Sqrt { template <typename C> C operator()(C a) const { return std::sqrt(a
 struct Rsqrt { template <typename C> C operator()(C a) const { return C(1) / std::sqrt(a); } };
 struct Sin { template <typename C> C operator()(C a) const { return std::sin(a); } };
 struct Cos { template <typename C> C operator()(C a) const { return std::cos(a); } };
-struct Tanh { template <typename C> C operator()(C a) const { return std::tanh(a); } };
+struct Tanh { template <typename C> C operator()(C a) const { return hyperbolicTangent(a); } };
 struct Sigmoid {
   template <typename C> C operator()(C a) const { return Div{}(C(1), C(1) + exponential(-a)); }
 };
 struct Silu { template <typename C> C operator()(C a) const { return a / (C(1) + exponential(-a)); } };
-struct Erf { template <typename C> C operator()(C a) const { return std::erf(a); } };
+struct Erf { template <typename C> C operator()(C a) const { return errorFunction(a); } };
 struct Reciprocal { template <typename C> C operator()(C a) const { return Div{}(C(1), a); } };
 struct GeluErf {
   template <typename C> C operator()(C a) const {
-    return a * C(0.5) * (C(1) + std::erf(a * C(M_SQRT1_2)));
+    return a * C(0.5) * (C(1) + errorFunction(a * C(M_SQRT1_2)));
   }
 };
 struct GeluTanh {
   template <typename C> C operator()(C a) const {
     const C kBeta = C(M_SQRT2 * M_2_SQRTPI * 0.5), kKappa = C(0.044715);
-    return C(0.5) * a * (C(1) + std::tanh(kBeta * (a + kKappa * a * a * a)));
+    return C(0.5) * a * (C(1) + hyperbolicTangent(kBeta * (a + kKappa * a * a * a)));
   }
 };
 struct LogicalNot { template <typename C> bool operator()(C a) const { return a == C(0); } };
@@ -361,7 +362,7 @@ struct ThresholdBackward {
 };
 struct GeluErfBackward {
   template <typename C> C operator()(C g, C x) const {
-    const C cdf = C(0.5) * (C(1) + std::erf(x * C(M_SQRT1_2)));
+    const C cdf = C(0.5) * (C(1) + errorFunction(x * C(M_SQRT1_2)));
     const C pdf = exponential(C(-0.5) * x * x) * C(M_2_SQRTPI * M_SQRT1_2 * 0.5);
     return g * (cdf + x * pdf);
   }
@@ -370,7 +371,7 @@ struct GeluTanhBackward {
   template <typename C> C operator()(C g, C x) const {
     const C kBeta = C(M_SQRT2 * M_2_SQRTPI * 0.5), kKappa = C(0.044715);
     const C inner = kBeta * (x + kKappa * x * x * x);
-    const C t = std::tanh(inner);
+    const C t = hyperbolicTangent(inner);
     const C left = C(0.5) * x, right = C(1) + t;
     const C left_d = C(0.5) * right;
     const C right_d = left * (C(1) - t * t) * kBeta * (C(1) + C(3) * kKappa * x * x);
