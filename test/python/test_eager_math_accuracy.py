@@ -78,3 +78,38 @@ def test_exp_saturates_and_reaches_the_subnormals_as_the_cpu():
 def test_activations_match_the_cpu(fn, dtype):
     x = (torch.linspace(-120, 120, 200_002) ** 3 / 14400).to(dtype)
     torch.testing.assert_close(fn(x.to("maia")).cpu(), fn(x), equal_nan=True)
+
+
+def test_the_avx2_binary_gives_the_same_bits(tmp_path):
+    # Hosts without AVX-512 load maia_eager_kernels_v3.maiabin: a kernel
+    # directory without the v4 binary makes this host do the same.
+    import os
+    import subprocess
+    import sys
+
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    source = os.environ["MAIA_KERNEL_DIR"]
+    for name in os.listdir(source):
+        if name != "maia_eager_kernels_v4.maiabin":
+            (kernels / name).symlink_to(os.path.join(source, name))
+    script = (
+        "import sys, torch\n"
+        "import torch.nn.functional as F\n"
+        "x = torch.load(sys.argv[1]).to('maia')\n"
+        "out = [f(x).cpu() for f in (torch.exp, torch.tanh, torch.erf, F.gelu, F.silu,\n"
+        "                            lambda t: t * 3 + 1, lambda t: t.to(torch.bfloat16))]\n"
+        "torch.save(out, sys.argv[2])\n")
+    x = bit_pattern_sweep(step=4099)
+    torch.save(x, tmp_path / "x.pt")
+    result = subprocess.run([sys.executable, "-c", script, str(tmp_path / "x.pt"),
+                             str(tmp_path / "out.pt")],
+                            env={**os.environ, "MAIA_KERNEL_DIR": str(kernels)},
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    avx2 = torch.load(tmp_path / "out.pt")
+    xm = x.to("maia")
+    here = [f(xm).cpu() for f in (torch.exp, torch.tanh, torch.erf, F.gelu, F.silu,
+                                  lambda t: t * 3 + 1, lambda t: t.to(torch.bfloat16))]
+    for a, b in zip(avx2, here):
+        torch.testing.assert_close(a, b, rtol=0, atol=0, equal_nan=True)

@@ -121,7 +121,8 @@ class KernelCache {
 thread_local KernelCache t_kernel_cache;
 
 KernelLibrary& eagerLibrary() {
-  static auto* library = new KernelLibrary({"maia_eager_kernels.maiabin"});
+  static auto* library =
+      new KernelLibrary({"maia_eager_kernels_v4.maiabin", "maia_eager_kernels_v3.maiabin"});
   return *library;
 }
 

@@ -1,4 +1,4 @@
-// Launching the eager kernel binary (maia_eager_kernels.maiabin) from ATen
+// Launching the eager kernel binary (maia_eager_kernels_v4.maiabin, else _v3) from ATen
 // operators: kernel lookup by name, and launches over a TensorIterator.
 #pragma once
 
