@@ -1,5 +1,6 @@
 """float32 transcendental activations, eager and compiled, maia vs the CPU:
-exp, sigmoid, silu, softmax, gelu (erf and tanh), tanh at 64K and 4M
+exp, sigmoid, silu, softmax (plain and with a causal mask: half the lanes
+-inf), gelu (erf and tanh), tanh at 64K and 4M
 elements, for one build or a baseline build and this one alternated in the
 same run (--baseline-kernel-dir/--baseline-compile: the eager kernel
 binaries and maia-compile of another build).
@@ -25,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = {"64K": 1 << 16, "4M": 1 << 22}
-OPS = ["exp", "sigmoid", "silu", "softmax", "gelu", "gelu_tanh", "tanh"]
+OPS = ["exp", "sigmoid", "silu", "softmax", "softmax_causal", "gelu", "gelu_tanh", "tanh"]
 
 
 def op_function(name: str):
@@ -34,6 +35,10 @@ def op_function(name: str):
 
     return {"exp": torch.exp, "sigmoid": torch.sigmoid, "silu": F.silu,
             "softmax": lambda t: torch.softmax(t.view(-1, 1024), -1),
+            # attention's causal mask: half the lanes -inf
+            "softmax_causal": lambda t: torch.softmax(t.view(-1, 64, 64).masked_fill(
+                torch.ones(64, 64, dtype=torch.bool, device=t.device).triu(1), float("-inf")),
+                -1),
             "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"),
             "tanh": torch.tanh}[name]
 
