@@ -321,18 +321,19 @@ Value pow2(FloatBuilder &f, Value k) {
 // ln(2) with ln(2) in two parts (n times the high part is exact); exp(r) by
 // its degree-7 Taylor series (|r| <= ln(2)/2: truncation below 4e-9),
 // summed as 1 + (r + r^2 q(r)) so that the one rounding that matters is the
-// last. Then y = exp(r) times 2^n, rounded once, and never by an arithmetic
-// instruction that makes a subnormal: x86 takes a microcode assist (~100
-// cycles) for each, and a causal mask's -inf lanes made a softmax 4x
-// slower. Normal results (n >= -125) take 2^n in two halves (so that n =
-// 128, just below overflow, scales right); subnormal and zero ones (n <=
-// -126) are y 2^(n+149) rounded to an integer, which is their bit pattern.
-// Below -104 the result is 0, above 89 inf. The eager kernels run the same
-// algorithm (runtime/kernels/eager/exponential.h).
+// last; then 2^n in two halves, so that n = 128 (just below overflow) and
+// subnormal results scale with one rounding. Below -104 the result is 0,
+// selected: scaled, those lanes (a causal mask's -inf, half of an attention
+// softmax) would make subnormals, and x86 takes a microcode assist (~100
+// cycles) for each such multiplication, so they compute exp(0) and are
+// discarded. Above 89: inf. The eager kernels run the same algorithm
+// (runtime/kernels/eager/exponential.h).
 Value buildExp(FloatBuilder &f, ValueRange operands) {
   ImplicitLocOpBuilder &b = f.b;
   Value x = operands[0];
-  Value clamped = f.clamp(x, -104.0, 89.0);
+  Value zero = f.lt(x, -104.0);
+  Value clamped = f.select(
+      zero, f.c(0.0), b.create<arith::MinimumFOp>(x, f.c(89.0))); // NaN stays
   Value n = b.create<math::RoundEvenOp>(f.mul(clamped, f.c(M_LOG2E)));
   Value r = f.fma(n, f.c(-0.693145751953125), clamped);
   r = f.fma(n, f.c(-1.428606765330187045e-06), r);
@@ -340,18 +341,10 @@ Value buildExp(FloatBuilder &f, ValueRange operands) {
   Value y = f.add(f.c(1.0), f.fma(f.mul(r, r), q, r));
   // NaN is selected below, never scaled: fptosi of NaN is poison.
   Value k = b.create<arith::FPToSIOp>(f.intType(32), n);
-  Value normalK = b.create<arith::MaxSIOp>(k, f.ci(-125, 32));
-  Value half = b.create<arith::ShRSIOp>(normalK, f.ci(1, 32));
-  Value rest = b.create<arith::SubIOp>(normalK, half);
-  Value normal = f.mul(f.mul(y, pow2(f, half)), pow2(f, rest));
-  Value tinyK = b.create<arith::MinSIOp>(k, f.ci(-126, 32));
-  Value scaled = f.mul(y, pow2(f, b.create<arith::AddIOp>(tinyK, f.ci(149, 32))));
-  Value tiny = b.create<arith::BitcastOp>(
-      f.type, b.create<arith::FPToSIOp>(f.intType(32),
-                                        b.create<math::RoundEvenOp>(scaled)));
-  Value isTiny = b.create<arith::CmpIOp>(arith::CmpIPredicate::slt, k,
-                                         f.ci(-125, 32));
-  return f.select(f.isnan(x), x, f.select(isTiny, tiny, normal));
+  Value half = b.create<arith::ShRSIOp>(k, f.ci(1, 32));
+  Value rest = b.create<arith::SubIOp>(k, half);
+  y = f.mul(f.mul(y, pow2(f, half)), pow2(f, rest));
+  return f.select(zero, f.c(0.0), f.select(f.isnan(x), x, y));
 }
 
 Value buildExpm1(FloatBuilder &f, ValueRange operands) {

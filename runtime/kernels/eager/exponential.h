@@ -21,18 +21,16 @@ inline float powerOfTwo(int32_t k) { return std::bit_cast<float>(static_cast<uin
 /// n = round(x log2(e)); r = x - n ln(2) with ln(2) in two parts (n times
 /// the high part is exact); exp(r) by its degree-7 Taylor series (|r| <=
 /// ln(2)/2: truncation below 4e-9), summed as 1 + (r + r^2 q(r)) so that the
-/// one rounding that matters is the last. Then y = exp(r) times 2^n, rounded
-/// once, and never by an arithmetic instruction that makes a subnormal: x86
-/// takes a microcode assist (~100 cycles) for each, and a causal mask's -inf
-/// lanes made a compiled softmax 4x slower. Normal results (n >= -125) take
-/// 2^n in two halves (so n = 128, just below overflow, scales right);
-/// subnormal and zero ones (n <= -126) are y 2^(n+149) rounded to an
-/// integer, which is their bit pattern. Below -104 the result is 0, above 89
-/// inf.
+/// one rounding that matters is the last; 2^n applied in two halves, so
+/// that n = 128 (just below overflow) and subnormal results scale with one
+/// rounding. Below -104 the result is 0, selected: scaled, those lanes
+/// (a causal mask's -inf, half of an attention softmax) would make
+/// subnormals, and x86 takes a microcode assist (~100 cycles) for each such
+/// multiplication, so they compute exp(0) and are discarded. Above 89: inf.
 inline float expFloat(float x) {
   // Comparisons, not fmin/fmax (calls for the compiler): NaN stays NaN.
-  float clamped = x < -104.0f ? -104.0f : x;
-  clamped = clamped > 89.0f ? 89.0f : clamped;
+  const bool zero = x < -104.0f;
+  const float clamped = zero ? 0.0f : (x > 89.0f ? 89.0f : x);
   // Round to nearest by the 1.5 * 2^23 shifter (|x log2(e)| < 2^22).
   constexpr float kShifter = 0x1.8p23f;
   const float n = (clamped * 1.44269504088896341f + kShifter) - kShifter;
@@ -45,14 +43,9 @@ inline float expFloat(float x) {
   q = std::fma(q, r, 0.5f);
   const float y = 1.0f + std::fma(r * r, q, r);
   const auto k = static_cast<int32_t>(n);
-  const int32_t normal_k = k < -125 ? -125 : k;
-  const int32_t half = normal_k >> 1;
-  const float normal = y * powerOfTwo(half) * powerOfTwo(normal_k - half);
-  const int32_t tiny_k = k > -126 ? -126 : k;
-  const float tiny =
-      std::bit_cast<float>(static_cast<int32_t>(std::nearbyint(y * powerOfTwo(tiny_k + 149))));
-  const float result = k < -125 ? tiny : normal;
-  return x != x ? x : result;
+  const int32_t half = k >> 1;
+  const float scaled = y * powerOfTwo(half) * powerOfTwo(k - half);
+  return zero ? 0.0f : (x != x ? x : scaled);
 }
 
 /// exp in the compute type: float vectorizes, double (and complex) is libm's.
