@@ -10,6 +10,7 @@
 #include "WideMath.h"
 
 #include "maia/Dialect/Maia/MaiaDialect.h"
+#include "maia/Transforms/MathCoefficients.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -51,8 +52,8 @@ bool isHalfLike(Type type) {
   return element.isF16() || element.isBF16();
 }
 
-constexpr double kPi = 3.14159265358979323846;
-constexpr double kLn2 = 0.69314718055994530942;
+using namespace ::maia_math;
+
 // pi/2 and pi as the nearest float plus the rest.
 constexpr double kPio2Hi = 1.57079637050628662109375;
 constexpr double kPio2Lo = kPi / 2 - kPio2Hi;
@@ -334,10 +335,10 @@ Value buildExp(FloatBuilder &f, ValueRange operands) {
   Value zero = f.lt(x, -104.0);
   Value clamped = f.select(
       zero, f.c(0.0), b.create<arith::MinimumFOp>(x, f.c(89.0))); // NaN stays
-  Value n = b.create<math::RoundEvenOp>(f.mul(clamped, f.c(M_LOG2E)));
-  Value r = f.fma(n, f.c(-0.693145751953125), clamped);
-  r = f.fma(n, f.c(-1.428606765330187045e-06), r);
-  Value q = f.poly(r, {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5});
+  Value n = b.create<math::RoundEvenOp>(f.mul(clamped, f.c(kLog2E)));
+  Value r = f.fma(n, f.c(-kLn2HiF32), clamped);
+  r = f.fma(n, f.c(-kLn2LoF32), r);
+  Value q = f.poly(r, kExpTaylorF32);
   Value y = f.add(f.c(1.0), f.fma(f.mul(r, r), q, r));
   // NaN is selected below, never scaled: fptosi of NaN is poison.
   Value k = b.create<arith::FPToSIOp>(f.intType(32), n);

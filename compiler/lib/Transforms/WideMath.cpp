@@ -13,7 +13,7 @@
 namespace mlir::maia::wide {
 namespace {
 
-using namespace ::maia::math_coefficients;
+using namespace ::maia_math;
 
 /// 2^k for integral k in [-1022, 1023], built from its bits (NaN k: 1).
 Value exp2OfIntegral(FloatBuilder &d, Value k) {

@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "polynomial.h"
+
 namespace maia_eager {
 
 /// 2^k for integer k in [-126, 127], from the exponent bits.
@@ -31,16 +33,13 @@ inline float expFloat(float x) {
   // Comparisons, not fmin/fmax (calls for the compiler): NaN stays NaN.
   const bool zero = x < -104.0f;
   const float clamped = zero ? 0.0f : (x > 89.0f ? 89.0f : x);
-  // Round to nearest by the 1.5 * 2^23 shifter (|x log2(e)| < 2^22).
-  constexpr float kShifter = 0x1.8p23f;
-  const float n = (clamped * 1.44269504088896341f + kShifter) - kShifter;
-  float r = std::fma(n, -0.693145751953125f, clamped);
-  r = std::fma(n, -1.428606765330187045e-06f, r);
-  float q = std::fma(1.0f / 5040, r, 1.0f / 720);
-  q = std::fma(q, r, 1.0f / 120);
-  q = std::fma(q, r, 1.0f / 24);
-  q = std::fma(q, r, 1.0f / 6);
-  q = std::fma(q, r, 0.5f);
+  // nearbyint, not a shifter: the rounding of the compiled kernels'
+  // roundeven (a shifter's add could be contracted into an fma with the
+  // product, rounding the exact product instead).
+  const float n = std::nearbyint(clamped * static_cast<float>(coefficients::kLog2E));
+  float r = std::fma(n, -static_cast<float>(coefficients::kLn2HiF32), clamped);
+  r = std::fma(n, -static_cast<float>(coefficients::kLn2LoF32), r);
+  const float q = poly(r, coefficients::kExpTaylorF32);
   const float y = 1.0f + std::fma(r * r, q, r);
   const auto k = static_cast<int32_t>(n);
   const int32_t half = k >> 1;

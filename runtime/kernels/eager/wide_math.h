@@ -10,43 +10,27 @@
 // float64 <-> int64 conversion, which needs AVX-512).
 #pragma once
 
-#include <maia/Transforms/MathCoefficients.h>
-
 #include <bit>
 #include <cmath>
-#include <cstddef>
 #include <cstdint>
 #include <type_traits>
-#include <utility>
+
+#include "polynomial.h"
 
 namespace maia_eager {
 
 namespace wide {
 
-namespace coefficients = ::maia::math_coefficients;
-
-template <size_t N, size_t... I>
-inline double polyUnrolled(double x, const double (&c)[N], std::index_sequence<I...>) {
-  double acc = c[0];
-  ((acc = std::fma(acc, x, c[I + 1])), ...);
-  return acc;
-}
-/// Horner, coefficients from the highest degree down; unrolled at compile
-/// time (GCC vectorizes no loop that contains a loop).
-template <size_t N>
-inline double poly(double x, const double (&c)[N]) {
-  return polyUnrolled(x, c, std::make_index_sequence<N - 1>{});
-}
-
-/// expm1(x) for x in [-700, 700]: x = k ln(2) + r, |r| <= ln(2)/2. k is
-/// rounded by the 1.5 * 2^52 shifter, whose low bits are then k itself.
+/// expm1(x) for x in [-700, 700]: x = k ln(2) + r, |r| <= ln(2)/2, k
+/// rounded as the compiled kernels' roundeven rounds it. 2^k from k's bits:
+/// k + 1.5 * 2^52 is exact and its low bits are k (x86-64-v3 has no float64
+/// to int64 vector conversion).
 inline double expm1(double x) {
   constexpr double kShifter = 0x1.8p52;
-  const double shifted = x * coefficients::kLog2E + kShifter;
-  const double k = shifted - kShifter;
+  const double k = std::nearbyint(x * coefficients::kLog2E);
   const double r = std::fma(-k, coefficients::kLn2Lo, std::fma(-k, coefficients::kLn2, x));
   const int64_t exponent =
-      std::bit_cast<int64_t>(shifted) - std::bit_cast<int64_t>(kShifter) + 1023;
+      std::bit_cast<int64_t>(k + kShifter) - std::bit_cast<int64_t>(kShifter) + 1023;
   const double scale = std::bit_cast<double>(static_cast<uint64_t>(exponent) << 52);
   return std::fma(scale, r * poly(r, coefficients::kExpm1OverR), scale - 1.0);
 }
@@ -66,11 +50,10 @@ inline float tanhFloat(float x) {
 /// erf: the series below 1, one polynomial in [1, 4] (absolute accuracy
 /// suffices there: erf >= 0.84), 1 beyond.
 inline float erfFloat(float x) {
-  namespace coefficients = ::maia::math_coefficients;
   const double a = std::fabs(static_cast<double>(x));
-  const double small = a * wide::poly(a * a, coefficients::kErfSeries);
+  const double small = a * poly(a * a, coefficients::kErfSeries);
   const double clamped = a < 1.0 ? 1.0 : (a > 4.0 ? 4.0 : a);
-  const double middle = wide::poly(clamped - 2.5, coefficients::kErfMiddle);
+  const double middle = poly(clamped - 2.5, coefficients::kErfMiddle);
   double r = a < 1.0 ? small : middle;
   r = a > 4.0 ? 1.0 : r;
   return std::copysign(static_cast<float>(r), x);

@@ -1,10 +1,11 @@
-//===- MathCoefficients.h - float64 cores' constants -------------*- C++ -*-===//
+//===- MathCoefficients.h - constants of the float32 math cores --*- C++ -*-===//
 //
-// The constants of the float64 cores that compute float32 math within 1 ulp:
-// the compiler's (lib/Transforms/WideMath.cpp, as MLIR) and the eager
-// kernels' (runtime/kernels/eager/wide_math.h, as C++ the host compiler
-// vectorizes) evaluate the same polynomials, so compiled and eager results
-// agree. Plain constexpr data: no MLIR, includable by kernel sources.
+// The constants of the cores that compute float32 math within 1 ulp: the
+// compiler's (lib/Transforms/ApproximateMath.cpp and WideMath.cpp, as MLIR)
+// and the eager kernels' (runtime/kernels/eager/exponential.h and
+// wide_math.h, as C++ the host compiler vectorizes) evaluate the same
+// polynomials, so compiled and eager results agree. Plain constexpr data: no
+// MLIR, includable by kernel sources.
 //
 // The polynomials are least-squares fits at Chebyshev nodes against mpmath
 // (50 digits), in the power basis, highest degree first; the comment of each
@@ -18,12 +19,21 @@
 #ifndef MAIA_TRANSFORMS_MATHCOEFFICIENTS_H
 #define MAIA_TRANSFORMS_MATHCOEFFICIENTS_H
 
-namespace maia::math_coefficients {
+namespace maia_math {
 
 constexpr double kPi = 3.14159265358979323846;
 constexpr double kLn2 = 0.6931471805599453;
 constexpr double kLn2Lo = 2.3190468138462996e-17; // ln(2) - kLn2
 constexpr double kLog2E = 1.4426950408889634;
+
+// float32 exp: ln(2) in two parts, the high one with 16 significant bits
+// (n times it is exact for the |n| <= 150 of float32), and exp(r)'s Taylor
+// series from r^7 down to r^2 (1/7! ... 1/2!), r in [-ln(2)/2, ln(2)/2]:
+// truncation below 4e-9. Each rounds to the same float from double.
+constexpr double kLn2HiF32 = 0.693145751953125;
+constexpr double kLn2LoF32 = 1.428606765330187045e-06; // ln(2) - kLn2HiF32
+constexpr double kExpTaylorF32[] = {1.0 / 5040, 1.0 / 720, 1.0 / 120,
+                                    1.0 / 24,   1.0 / 6,   0.5};
 
 // expm1(r) / r, r in [-ln(2)/2, ln(2)/2]: 2.4e-10.
 constexpr double kExpm1OverR[] = {
@@ -77,6 +87,6 @@ constexpr double kErfcTail[] = {
     -0.30057657994942627, 0.20615532880620654, -0.2069845671839108,
     0.5333402535250515};
 
-} // namespace maia::math_coefficients
+} // namespace maia_math
 
 #endif // MAIA_TRANSFORMS_MATHCOEFFICIENTS_H
