@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import logging
 import operator
+import os
 import weakref
 from dataclasses import dataclass, field
 
 import torch
+from torch_maia import _C
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +59,9 @@ class GraphStats:
 
 stats = GraphStats()
 _live: weakref.WeakSet = weakref.WeakSet()
+# Replays of graphs captured from now on take the C++ path where it applies
+# (_Captured.fast); off, every replay runs the Python path (for debugging).
+cpp_replay: bool = os.environ.get("MAIA_INDUCTOR_CPP_REPLAY", "1") != "0"
 
 
 def reset() -> None:
@@ -68,6 +73,7 @@ def reset() -> None:
         graphed.graphs.clear()
         graphed.static = None
         graphed.disabled = None
+        graphed._fast = None
 
 
 def graphs_skipped(name: str, reason: str) -> None:
@@ -105,9 +111,9 @@ class _Captured:
     how each output goes back to the caller."""
 
     __slots__ = ("graph", "args", "copied", "copies", "broadcast", "outputs", "plan",
-                 "all_clones")
+                 "all_clones", "fast")
 
-    def __init__(self, graph, args, copied, outputs, plan):
+    def __init__(self, graph, args, copied, outputs, plan, mutated_inputs=()):
         self.graph = graph
         self.args = args  # what the capture read: buffers and static inputs
         self.copied = copied  # indices of inputs copied into buffers
@@ -122,6 +128,16 @@ class _Captured:
         # ("keep", None) returned as is (views of static inputs, numbers).
         self.plan = plan
         self.all_clones = all(kind == "clone" for kind, _ in plan)
+        # The whole replay in C++ (torch_maia._C._GraphReplayer) when the
+        # outputs are plain clones and the copies plain copies: what most
+        # graphs are. It checks the static inputs' addresses itself.
+        self.fast = None
+        if cpp_replay and self.all_clones and not self.broadcast:
+            static = [(index, value.data_ptr()) for index, value in enumerate(args)
+                      if isinstance(value, torch.Tensor) and index not in copied]
+            self.fast = _C._GraphReplayer(
+                graph, static, list(self.copies),
+                [index for index in mutated_inputs if index in copied], list(outputs))
 
 
 class GraphedCall:
@@ -147,9 +163,25 @@ class GraphedCall:
         self.static: tuple | None = None
         self.copied: tuple = ()
         self._static_of = None  # args -> the static inputs, a tuple
+        # With static shapes, the C++ replay of the graph replayed last: it
+        # returns None when the static inputs moved (then the lookup below).
+        self._fast = None
         _live.add(self)
 
     def __call__(self, args: list):
+        fast = self._fast
+        if fast is not None:
+            try:
+                results = fast(args)
+            except RuntimeError:
+                # Called inside the caller's own capture: the general path
+                # runs the compiled code into it. Any other error stands.
+                if not torch.maia.is_current_stream_capturing():
+                    raise
+                results = None
+            if results is not None:
+                stats.replays += 1
+                return results
         if self.disabled is None:
             if self.static is None:
                 self._classify(args)
@@ -157,6 +189,8 @@ class GraphedCall:
                 key = self._key(args)
                 captured = self.graphs.get(key)
                 if captured is not None:
+                    if not self.dynamic:
+                        self._fast = captured.fast
                     return self._replay(captured, args)
                 return self._warm_up_and_capture(key, args)
         stats.eager_calls += 1
@@ -190,6 +224,7 @@ class GraphedCall:
     def _disable(self, reason: str) -> None:
         self.disabled = reason
         self.graphs.clear()
+        self._fast = None
         stats.fallbacks.append((self.name, reason))
         log.warning("maia reduce-overhead: %s runs without graphs from now on: %s",
                     self.name, reason)
@@ -253,7 +288,8 @@ class GraphedCall:
             except BaseException:
                 graph.reset()
                 raise
-        return _Captured(graph, args, copied, outputs, self._plan(args, copied, outputs))
+        return _Captured(graph, args, copied, outputs, self._plan(args, copied, outputs),
+                         self.mutated_inputs)
 
     @staticmethod
     def _plan(args, copied, outputs) -> tuple:

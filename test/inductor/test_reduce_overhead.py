@@ -13,6 +13,7 @@ import torch
 from maia_inductor import graphs
 from maia_inductor.graphs import stats
 from maia_inductor.runtime import MaiaCompiledKernel
+from torch_maia import _C
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools" / "bench"))
 import model_zoo  # noqa: E402
@@ -38,7 +39,15 @@ def _mlp():
         torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8))
 
 
-def test_mlp_replays_match_cpu_while_inputs_change():
+@pytest.fixture(params=[True, False], ids=["cpp_replay", "python_replay"])
+def replay_path(request, monkeypatch):
+    """Runs a test with replays on the C++ path where it applies, and on
+    the Python path only."""
+    monkeypatch.setattr(graphs, "cpp_replay", request.param)
+    return request.param
+
+
+def test_mlp_replays_match_cpu_while_inputs_change(replay_path):
     model = _mlp()
     compiled = torch.compile(copy.deepcopy(model).to("maia"), mode=RO)
     batches = [torch.randn(4, 32) for _ in range(6)]
@@ -58,7 +67,7 @@ def test_mlp_replays_match_cpu_while_inputs_change():
     assert len({output.data_ptr() for output in outputs}) == len(outputs)
 
 
-def test_transformer_block_replays_match_cpu():
+def test_transformer_block_replays_match_cpu(replay_path):
     model, (example,) = model_zoo.build("gpt2_block")
     model.eval()
     compiled = torch.compile(copy.deepcopy(model).to("maia"), mode=RO)
@@ -68,6 +77,71 @@ def test_transformer_block_replays_match_cpu():
             _close(compiled(x.to("maia")), model(x), atol=2e-4, rtol=2e-4)
     assert stats.captures == 1 and stats.replays == 3
     assert stats.fallbacks == []
+
+
+def test_static_shape_replays_take_the_cpp_path(replay_path):
+    model = _mlp()
+    compiled = torch.compile(copy.deepcopy(model).to("maia"), mode=RO)
+    with torch.no_grad():
+        for _ in range(2):
+            compiled(torch.randn(4, 32, device="maia"))
+        (graphed,) = [graphed for graphed in graphs._live if graphed.graphs]
+        assert (graphed._fast is not None) == replay_path
+        x = torch.randn(4, 32)
+        _close(compiled(x.to("maia")), model(x))
+    assert stats.replays == 2
+
+
+def _captured_product(mutate=False):
+    """A graph over a buffer and a weight, captured by hand: buffer * weight,
+    or with mutate, buffer doubled in place and buffer + weight."""
+    weight = torch.randn(16, device="maia")
+    buffer = torch.empty(16, device="maia")
+    graph = torch.maia.MaiaGraph()
+    with torch.maia.graph(graph):
+        if mutate:
+            buffer.mul_(2)
+            output = buffer + weight
+        else:
+            output = buffer * weight
+    return graph, buffer, weight, output
+
+
+def test_the_cpp_replay_copies_inputs_in_and_returns_clones():
+    graph, buffer, weight, output = _captured_product()
+    replay = _C._GraphReplayer(graph, [(1, weight.data_ptr())], [(0, buffer)], [], [output])
+    results = []
+    for _ in range(3):
+        x = torch.randn(16)
+        args = [x.to("maia"), weight]
+        (result,) = replay(args)
+        assert args == []  # the compiled call's convention: the callee clears them
+        results.append((result, x * weight.cpu()))
+    for result, expected in results:
+        _close(result, expected)
+        assert result.data_ptr() != output.data_ptr()
+
+
+def test_the_cpp_replay_writes_mutated_inputs_back():
+    graph, buffer, weight, output = _captured_product(mutate=True)
+    replay = _C._GraphReplayer(graph, [(1, weight.data_ptr())], [(0, buffer)], [0], [output])
+    x = torch.randn(16)
+    x_maia = x.to("maia")
+    (result,) = replay([x_maia, weight])
+    _close(x_maia, x * 2)
+    _close(result, x * 2 + weight.cpu())
+
+
+def test_the_cpp_replay_declines_inputs_the_capture_did_not_see():
+    graph, buffer, weight, output = _captured_product()
+    replay = _C._GraphReplayer(graph, [(1, weight.data_ptr())], [(0, buffer)], [], [output])
+    x = torch.randn(16, device="maia")
+    declined = ([x, weight.clone()], [x[:8], weight], [x.double(), weight], [3, weight], [x],
+                [x.view(4, 4), weight])
+    for args in declined:
+        before = list(args)
+        assert replay(args) is None
+        assert len(args) == len(before)  # left to the general path
 
 
 def test_new_shapes_capture_a_graph_each_and_replay_it():
@@ -98,7 +172,7 @@ def test_broadcast_inputs_are_copied_once_per_element():
     assert stats.replays == 3
 
 
-def test_a_mutated_input_is_written_back_on_every_replay():
+def test_a_mutated_input_is_written_back_on_every_replay(replay_path):
     def fn(x, y):
         x.mul_(2)
         return x + y

@@ -14,6 +14,7 @@
 #include "MaiaGenerator.h"
 #include "MaiaStream.h"
 #include "CompiledKernel.h"
+#include "GraphReplay.h"
 #include "UserKernels.h"
 #include "WorkSplit.h"
 #include "ops/Fallback.h"
@@ -86,6 +87,7 @@ PYBIND11_MODULE(_C, m) {
   using namespace torch_maia;
   m.doc() = "maia runtime bindings (use torch.maia)";
   distributed::initDistributedBindings(m);
+  initGraphReplayBindings(m);
   m.def("_device_count", [] { return static_cast<int>(deviceCount()); });
   m.def("_current_device", [] { return static_cast<int>(currentDevice()); });
   m.def("_set_device", [](int index) { setDevice(static_cast<c10::DeviceIndex>(index)); });
