@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """exp, tanh and erf on maia over every float32 (all 2^32 bit patterns),
 eager and compiled: the largest distance in ulp from the correctly rounded
-result (the float64 function rounded once) and from the CPU's. exp computes
-in float32 arithmetic (runtime/kernels/eager/exponential.h, compiler/lib/
-Transforms/ApproximateMath.cpp), tanh and erf in float64 cores shared by
-both paths (runtime/kernels/eager/wide_math.h, WideMath.cpp); all claim 1
+result (the float64 function rounded once) and from the CPU's. exp and erf
+compute in float32 arithmetic (runtime/kernels/eager/exponential.h and
+error_function.h, compiler/lib/Transforms/ApproximateMath.cpp), tanh in a
+float64 core shared by both paths (runtime/kernels/eager/wide_math.h,
+WideMath.cpp); all claim 1
 ulp from the exact result. The test suite checks sweeps of bit patterns
 (test/python/test_eager_math_accuracy.py, test/inductor/test_math_accuracy.py);
 this checks them all. About 4 minutes per function and path on 2 cores.

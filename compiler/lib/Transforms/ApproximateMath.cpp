@@ -372,9 +372,19 @@ Value buildLog1p(FloatBuilder &f, ValueRange operands) {
   return f.select(f.eq(x, 0.0), x, r); // -0
 }
 
+// erf in float32 arithmetic (all 16 lanes, no float64 core): a + a q(a^2)
+// below 1, 1 - erfc(a) from 1 to 4, 1 beyond (1 in float32 from 3.92);
+// MathCoefficients.h says why. Within 1 ulp of the correctly rounded result
+// on every float32 (tools/conformance/math_ulp_sweep.py); the eager kernels
+// run the same steps (runtime/kernels/eager/error_function.h).
 Value buildErf(FloatBuilder &f, ValueRange operands) {
   Value x = operands[0];
-  return f.copysign(inFloat64(f, f.abs(x), maia::wide::erfOfAbs), x);
+  Value a = f.abs(x);
+  Value nearZero = f.fma(a, f.poly(f.mul(a, a), kErfF32Small), a);
+  Value t = f.sub(f.clamp(a, 1.0, 4.0), f.c(kErfcF32Center)); // NaN stays
+  Value nearOne = f.sub(f.c(1.0), f.poly(t, kErfcF32));
+  Value r = f.select(f.lt(a, 1.0), nearZero, nearOne);
+  return f.copysign(f.select(f.gt(a, 4.0), f.c(1.0), r), x);
 }
 
 // erfc(-a) = 2 - erfc(a); beyond 12 erfc is 0 in float32.

@@ -136,12 +136,4 @@ Value erfOfSmall(FloatBuilder &d, Value a) {
   return d.mul(a, d.poly(d.mul(a, a), kErfSeries));
 }
 
-// One polynomial beyond 1: erf there needs absolute, not relative,
-// accuracy, so no exp and no division (GELU's cost is erf's).
-Value erfOfAbs(FloatBuilder &d, Value a) {
-  Value middle = d.poly(d.sub(d.clamp(a, 1.0, 4.0), d.c(2.5)), kErfMiddle);
-  Value r = d.select(d.lt(a, 1.0), erfOfSmall(d, a), middle);
-  return d.select(d.gt(a, 4.0), d.c(1.0), r); // 1 in float32 from 3.92 on
-}
-
 } // namespace mlir::maia::wide

@@ -1,7 +1,7 @@
 //===- WideMath.h - float64 cores of the float32 approximations -*- C++ -*-===//
 //
 // Float32 functions whose float32 evaluation loses more than eager's 1 ulp
-// (exp, expm1, log10, log1p, atan, asin, tan, tanh, erf, erfc and the
+// (expm1, log10, log1p, atan, asin, tan, tanh, erfc and the
 // inverse hyperbolics) are computed from the float32 argument in float64,
 // then rounded once. These cores are float64 arithmetic only (fma, sqrt,
 // roundeven, division and bit operations: vector instructions, no calls),
@@ -35,10 +35,8 @@ Value asinOfAbs(FloatBuilder &d, Value a);
 Value tanOfReduced(FloatBuilder &d, Value k, Value r);
 /// erfc(a) for a in [1, 12].
 Value erfcOfAbs(FloatBuilder &d, Value a);
-/// erf(a) for a in [0, 1] (relative accuracy, for erfc = 1 - erf there too).
+/// erf(a) for a in [0, 1] (relative accuracy: erfc = 1 - erf below 1).
 Value erfOfSmall(FloatBuilder &d, Value a);
-/// erf(a) for a >= 0, NaN included.
-Value erfOfAbs(FloatBuilder &d, Value a);
 
 } // namespace mlir::maia::wide
 

@@ -13,6 +13,7 @@
 
 #include "exponential.h"
 #include "scalar_types.h"
+#include "error_function.h"
 #include "wide_math.h"
 
 namespace maia_eager::op {

@@ -1,10 +1,10 @@
-// tanh and erf of float32 for the elementwise loops, in float64 arithmetic
-// the compiler vectorizes.
+// tanh of float32 for the elementwise loops, in float64 arithmetic the
+// compiler vectorizes (erf: error_function.h).
 //
-// std::tanh and std::erf are libm calls per element (eager tanh of 4M floats
-// ran 46x slower than the CPU's, GELU 12-20x). These are the compiled
-// kernels' float64 cores (compiler/lib/Transforms/WideMath.cpp, the same
-// polynomials from maia/Transforms/MathCoefficients.h): the float32 result
+// std::tanh is a libm call per element (eager tanh of 4M floats ran 46x
+// slower than the CPU's). This is the compiled kernels' float64 core
+// (compiler/lib/Transforms/WideMath.cpp, the same polynomial from
+// maia/Transforms/MathCoefficients.h): the float32 result
 // is within 1 ulp of the correctly rounded one, and equal to the compiled
 // kernels' result. Every step is a vector instruction of x86-64-v3 (no
 // float64 <-> int64 conversion, which needs AVX-512).
@@ -47,28 +47,11 @@ inline float tanhFloat(float x) {
   return x != x ? x : r;
 }
 
-/// erf: the series below 1, one polynomial in [1, 4] (absolute accuracy
-/// suffices there: erf >= 0.84), 1 beyond.
-inline float erfFloat(float x) {
-  const double a = std::fabs(static_cast<double>(x));
-  const double small = a * poly(a * a, coefficients::kErfSeries);
-  const double clamped = a < 1.0 ? 1.0 : (a > 4.0 ? 4.0 : a);
-  const double middle = poly(clamped - 2.5, coefficients::kErfMiddle);
-  double r = a < 1.0 ? small : middle;
-  r = a > 4.0 ? 1.0 : r;
-  return std::copysign(static_cast<float>(r), x);
-}
-
-/// tanh and erf in the compute type: float vectorizes, others are libm's.
+/// tanh in the compute type: float vectorizes, others are libm's.
 template <typename C>
 C hyperbolicTangent(C a) {
   if constexpr (std::is_same_v<C, float>) return tanhFloat(a);
   else return std::tanh(a);
-}
-template <typename C>
-C errorFunction(C a) {
-  if constexpr (std::is_same_v<C, float>) return erfFloat(a);
-  else return std::erf(a);
 }
 
 }  // namespace maia_eager
