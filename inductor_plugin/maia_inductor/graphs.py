@@ -19,6 +19,8 @@ this class does the rest at run time:
   mutated inputs back and return copies of the outputs: a caller owns what it
   gets, as in default mode, so outputs survive later calls (training saves
   forward outputs for a backward that can come after the next forward);
+  with static shapes and plain outputs, that whole step is one C++ call
+  (torch_maia._C._GraphReplayer), the Python below the general case;
 - anything the capture cannot hold (a host read, a host fallback operator,
   random numbers, CPU tensors) makes the function run without graphs from
   then on, with the reason logged once.

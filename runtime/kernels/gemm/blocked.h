@@ -27,14 +27,25 @@ namespace maia_gemm {
 // Sized for Zen 5 (1 MiB L2 per core, 32 MiB shared L3). KC is 256-512:
 // a shorter K block loads and stores each C tile more often per FMA; the
 // speed is flat in MC and NC around these values. NC 2048 keeps the two
-// cores' B panels (3 MiB each) well inside L3 next to other tenants.
+// cores' B panels (4 MiB each) well inside L3 next to other tenants. With
+// AVX-512, KC 512 measured 1-3% faster than 384 at 1024-4096 on this VM's
+// 2 MiB L2 (tools/bench/RESULTS.md); K is cut into near-equal blocks of at
+// most kKC (reductionBlock), so 768 is two blocks of 384, not 512 + 256.
 #if defined(__AVX512F__)
-constexpr int64_t kKC = 384, kMC = 10 * kMR, kNC = 2048;
+constexpr int64_t kKC = 512, kMC = 10 * kMR, kNC = 2048;
 #else
 constexpr int64_t kKC = 256, kMC = 24 * kMR, kNC = 2048;
 #endif
 
 inline int64_t roundUp(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+/// The K block length: K split into near-equal blocks of at most kKC (a
+/// last block of a few k steps would load and store every C tile for
+/// little work). Every blocked loop, packing and macro-kernel uses it.
+inline int64_t reductionBlock(int64_t k) {
+  const int64_t blocks = (k + kKC - 1) / kKC;
+  return blocks <= 1 ? k : (k + blocks - 1) / blocks;
+}
 
 /// One GEMM: C[m x n] = alpha * A[m x k] @ B[k x n] + beta * C.
 template <typename T>
@@ -159,7 +170,7 @@ inline int64_t imagesPerBPanel(int64_t kc_max, int64_t nc_max, int64_t count) {
 inline void runBlocked(const Problem<float>& p, Scratch& s, SharedABatch batch = {}) {
   const bool in_place = readsBInPlace(p);
   const int64_t nc_max = std::min(kNC, roundUp(p.n, kNR));
-  const int64_t kc_max = std::min(kKC, p.k);
+  const int64_t kc_max = reductionBlock(p.k);
   const int64_t mc_max = std::min(kMC, roundUp(p.m, kMR));
   const int64_t images = imagesPerBPanel(kc_max, nc_max, batch.count);
   const int64_t panel_floats = kc_max * nc_max;
@@ -170,8 +181,8 @@ inline void runBlocked(const Problem<float>& p, Scratch& s, SharedABatch batch =
     auto b_of = [&](int64_t b) { return p.b.data + (b0 + b) * batch.b_stride; };
     for (int64_t jc = 0; jc < p.n; jc += kNC) {
       int64_t nc = std::min(kNC, p.n - jc);
-      for (int64_t pc = 0; pc < p.k; pc += kKC) {
-        int64_t kc = std::min(kKC, p.k - pc);
+      for (int64_t pc = 0; pc < p.k; pc += kc_max) {
+        int64_t kc = std::min(kc_max, p.k - pc);
         auto panels = [&](int64_t b) {
           const View<float> bb{b_of(b), p.b.rs, p.b.cs};
           return in_place ? BPanels{&bb.at(pc, jc), 1, p.b.rs}
@@ -198,7 +209,7 @@ inline void runBlocked(const Problem<float>& p, Scratch& s, SharedABatch batch =
 template <typename T>
 void runBlocked(const Problem<T>& p, Scratch& s) {
   const int64_t nc_max = std::min(kNC, roundUp(p.n, kNR));
-  const int64_t kc_max = std::min(kKC, p.k);
+  const int64_t kc_max = reductionBlock(p.k);
   const int64_t mc_max = std::min(kMC, roundUp(p.m, kMR));
   float* bp = s.b.get(kc_max * nc_max);
   float* ap = s.a.get(mc_max * kc_max);
@@ -207,8 +218,8 @@ void runBlocked(const Problem<T>& p, Scratch& s) {
     int64_t nc = std::min(kNC, p.n - jc), nc_pad = roundUp(nc, kNR);
     for (int64_t ic = 0; ic < p.m; ic += kMC) {
       int64_t mc = std::min(kMC, p.m - ic), mc_pad = roundUp(mc, kMR);
-      for (int64_t pc = 0; pc < p.k; pc += kKC) {
-        int64_t kc = std::min(kKC, p.k - pc);
+      for (int64_t pc = 0; pc < p.k; pc += kc_max) {
+        int64_t kc = std::min(kc_max, p.k - pc);
         packB(View<T>{&p.b.at(pc, jc), p.b.rs, p.b.cs}, kc, nc, bp);
         packA(View<T>{&p.a.at(ic, pc), p.a.rs, p.a.cs}, mc, kc, ap);
         // Padded panels are zero, so the whole padded block is full tiles.

@@ -23,7 +23,7 @@
 
 namespace maia_conv {
 
-using maia_gemm::kKC;
+using maia_gemm::reductionBlock;
 using maia_gemm::kMC;
 using maia_gemm::kNC;
 using maia_gemm::roundUp;
@@ -82,14 +82,6 @@ inline void mergeTile(const float* tile, const Output& out, const int64_t* pixel
       float& dst = out.data[offset[p] + j * out.sc];
       dst = tile[p * kNR + j] + (first ? bias[j] : dst);
     }
-}
-
-/// The reduction block length: K split into near-equal blocks of at most
-/// kKC (a last block of a few k steps would load and store every output
-/// tile for little work).
-inline int64_t reductionBlock(int64_t k) {
-  const int64_t blocks = (k + kKC - 1) / kKC;
-  return (k + blocks - 1) / blocks;
 }
 
 /// Pixels [m_begin, m_end) x output channels [o_begin, o_end) of the

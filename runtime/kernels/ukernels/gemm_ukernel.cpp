@@ -67,18 +67,19 @@ void gemmF32(const maia_gemm::Problem<float>& p, bool reuse_b) {
   const int64_t ncp = roundUp(p.n, kNR);
   const PackedBKey key{p.b.data, p.b.rs, p.b.cs, p.k, p.n};
   float* bp = packed_b.get(static_cast<size_t>(ncp * p.k));
+  const int64_t kc_max = reductionBlock(p.k);
   if (!reuse_b || !(packed_key == key)) {
     packed_key = PackedBKey{};  // not valid while being overwritten
-    for (int64_t pc = 0; pc < p.k; pc += kKC)
-      packB(View<float>{&p.b.at(pc, 0), p.b.rs, p.b.cs}, std::min(kKC, p.k - pc), p.n,
+    for (int64_t pc = 0; pc < p.k; pc += kc_max)
+      packB(View<float>{&p.b.at(pc, 0), p.b.rs, p.b.cs}, std::min(kc_max, p.k - pc), p.n,
             bp + pc * ncp);
     packed_key = key;
   }
-  float* ap = threadScratch().a.get(static_cast<size_t>(kMC * kKC));
+  float* ap = threadScratch().a.get(static_cast<size_t>(kMC * kc_max));
   for (int64_t ic = 0; ic < p.m; ic += kMC) {
     const int64_t mc = std::min(kMC, p.m - ic);
-    for (int64_t pc = 0; pc < p.k; pc += kKC) {
-      const int64_t kc = std::min(kKC, p.k - pc);
+    for (int64_t pc = 0; pc < p.k; pc += kc_max) {
+      const int64_t kc = std::min(kc_max, p.k - pc);
       packA(View<float>{&p.a.at(ic, pc), p.a.rs, p.a.cs}, mc, kc, ap);
       macroKernel(mc, p.n, kc, ap, BPanels::packed(bp + pc * ncp, kc), p.c + ic * p.rsc,
                   p.rsc, p.csc, 1.0f, pc == 0 ? 0.0f : 1.0f);
