@@ -14,32 +14,16 @@ error.
 """
 
 import math
+import pathlib
+import sys
 
 import pytest
 import torch
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "tools" / "conformance"))
+from math_ulp_sweep import BITS, HUGE_ERROR, ulp_distance  # noqa: E402
+
 INF, NAN = float("inf"), float("nan")
-BITS = {torch.float32: (torch.int32, 32), torch.float16: (torch.int16, 16),
-        torch.bfloat16: (torch.int16, 16)}
-HUGE_ERROR = 1 << 40
-
-
-def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """|a - b| in units in the last place of their dtype (float32, float16 or
-    bfloat16): the bit patterns as sign-magnitude integers, mapped to one
-    ordered integer line (so -0 == +0 and the distance across zero adds up).
-    Both NaN: 0; one NaN: HUGE_ERROR."""
-    assert a.dtype == b.dtype and a.dtype in BITS
-    int_dtype, width = BITS[a.dtype]
-    magnitude = (1 << (width - 1)) - 1
-
-    def ordered(t):
-        i = t.contiguous().view(int_dtype).to(torch.int64)
-        return torch.where(i < 0, -(i & magnitude), i)
-
-    d = (ordered(a) - ordered(b)).abs()
-    d = torch.where(a.isnan() & b.isnan(), torch.zeros_like(d), d)
-    return torch.where(a.isnan() ^ b.isnan(), torch.full_like(d, HUGE_ERROR), d)
 
 
 def test_ulp_distance_helper():
