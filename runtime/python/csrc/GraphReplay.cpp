@@ -12,6 +12,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace py = pybind11;
@@ -35,8 +36,15 @@ class GraphReplayer {
         graph_(graph_object_.cast<at::accelerator::Graph*>()),
         static_inputs_(std::move(static_inputs)),
         buffers_(std::move(buffers)),
-        mutated_(std::move(mutated)),
-        outputs_(std::move(outputs)) {}
+        outputs_(std::move(outputs)) {
+    for (int64_t index : mutated) {
+      auto buffer = std::find_if(buffers_.begin(), buffers_.end(),
+                                 [&](const auto& entry) { return entry.first == index; });
+      TORCH_CHECK(buffer != buffers_.end(), "maia graph replay: mutated input ", index,
+                  " has no buffer");
+      mutated_.push_back(*buffer);
+    }
+  }
 
   /// The outputs (a list the caller owns), or None when a static input has
   /// moved or an argument is not what the capture saw: the caller then
@@ -60,9 +68,8 @@ class GraphReplayer {
       if (value.data_ptr() != buffer.data_ptr()) buffer.copy_(value);
     }
     graph_->replay();
-    for (int64_t index : mutated_) {
+    for (const auto& [index, buffer] : mutated_) {
       const at::Tensor& value = *tensorAt(args, count, index);
-      const at::Tensor& buffer = bufferFor(index);
       if (value.data_ptr() != buffer.data_ptr()) value.copy_(buffer);
     }
     py::list results(outputs_.size());
@@ -79,17 +86,11 @@ class GraphReplayer {
     return THPVariable_Check(value) ? &THPVariable_Unpack(value) : nullptr;
   }
 
-  const at::Tensor& bufferFor(int64_t index) const {
-    for (const auto& [buffer_index, buffer] : buffers_)
-      if (buffer_index == index) return buffer;
-    TORCH_CHECK(false, "maia graph replay: mutated input ", index, " has no buffer");
-  }
-
   py::object graph_object_;  // keeps the graph alive
   at::accelerator::Graph* graph_;
   std::vector<std::pair<int64_t, uintptr_t>> static_inputs_;
   std::vector<std::pair<int64_t, at::Tensor>> buffers_;
-  std::vector<int64_t> mutated_;
+  std::vector<std::pair<int64_t, at::Tensor>> mutated_;  // (index, its buffer)
   std::vector<at::Tensor> outputs_;
 };
 
