@@ -1,10 +1,10 @@
 """Eager exp, tanh and erf, and the activations built on them (sigmoid,
 silu, glu, GELU and their backwards) compute float32 in arithmetic the host
-compiler vectorizes (runtime/kernels/eager/exponential.h, wide_math.h), not
-one libm call per element: exp, tanh and erf must stay within 1 ulp of the
-correctly rounded result over float32's whole range (a sweep of bit
-patterns, every binade and both signs; tools/conformance/math_ulp_sweep.py
-checks all 2^32), exp within 1 ulp of the CPU's too, with inf, 0,
+compiler vectorizes (runtime/kernels/eager/exponential.h, error_function.h,
+wide_math.h), not one libm call per element: exp, tanh and erf must stay
+within 1 ulp of the correctly rounded result over float32's whole range (a
+sweep of bit patterns, every binade and both signs;
+tools/conformance/math_ulp_sweep.py checks all 2^32), exp within 1 ulp of the CPU's too, with inf, 0,
 subnormal results and NaN as on the CPU."""
 
 import pathlib

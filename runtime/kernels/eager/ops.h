@@ -11,9 +11,9 @@
 #include <type_traits>
 #include <utility>
 
+#include "error_function.h"
 #include "exponential.h"
 #include "scalar_types.h"
-#include "error_function.h"
 #include "wide_math.h"
 
 namespace maia_eager::op {

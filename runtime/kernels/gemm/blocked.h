@@ -28,8 +28,8 @@ namespace maia_gemm {
 // a shorter K block loads and stores each C tile more often per FMA; the
 // speed is flat in MC and NC around these values. NC 2048 keeps the two
 // cores' B panels (4 MiB each) well inside L3 next to other tenants. With
-// AVX-512, KC 512 measured 1-3% faster than 384 at 1024-4096 on this VM's
-// 2 MiB L2 (tools/bench/RESULTS.md); K is cut into near-equal blocks of at
+// AVX-512, KC is 512: faster than 384 on this VM's 2 MiB L2 at every size
+// measured (tools/bench/RESULTS.md); K is cut into near-equal blocks of at
 // most kKC (reductionBlock), so 768 is two blocks of 384, not 512 + 256.
 #if defined(__AVX512F__)
 constexpr int64_t kKC = 512, kMC = 10 * kMR, kNC = 2048;

@@ -2,17 +2,18 @@
 //
 // The constants of the cores that compute float32 math within 1 ulp: the
 // compiler's (lib/Transforms/ApproximateMath.cpp and WideMath.cpp, as MLIR)
-// and the eager kernels' (runtime/kernels/eager/exponential.h and
-// wide_math.h, as C++ the host compiler vectorizes) evaluate the same
-// polynomials, so compiled and eager results agree. Plain constexpr data: no
-// MLIR, includable by kernel sources.
+// and the eager kernels' (runtime/kernels/eager/exponential.h,
+// error_function.h and wide_math.h, as C++ the host compiler vectorizes)
+// evaluate the same polynomials, so compiled and eager results agree. Plain
+// constexpr data: no MLIR, includable by kernel sources.
 //
-// The polynomials are least-squares fits at Chebyshev nodes against mpmath
-// (50 digits), in the power basis, highest degree first; the comment of each
-// gives its variable, interval and relative error. A float32 result is within
-// 1 ulp of the correctly rounded one whenever the float64 value is within
-// 2^-24 (6e-8) of the exact one: the fits aim at 4e-9, no tighter, since
-// every extra degree is a float64 fma per lane.
+// The polynomials are least-squares fits at Chebyshev nodes, in the power
+// basis, highest degree first; the comment of each gives its variable,
+// interval and error. Those of the float64 cores were fitted against mpmath
+// (50 digits): a float32 result is within 1 ulp of the correctly rounded one
+// whenever the float64 value is within 2^-24 (6e-8) of the exact one, and
+// those fits aim at 4e-9, no tighter, since every extra degree is a float64
+// fma per lane. The float32 erf's have their own script (below).
 //
 //===----------------------------------------------------------------------===//
 
