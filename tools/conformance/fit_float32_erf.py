@@ -24,6 +24,7 @@ import math
 
 import numpy as np
 import torch
+from math_ulp_sweep import ulp_distance
 
 F32 = np.float32
 SMALL_DEGREE, LARGE_DEGREE, THRESHOLD, CENTER, LIMIT = 6, 14, 1.0, 2.5, 4.0
@@ -91,9 +92,8 @@ def main() -> None:
     for start in range(first, last, chunk):
         bits = np.arange(start, min(start + chunk, last), args.stride, dtype=np.int64)
         x = bits.astype(np.int32).view(F32)
-        reference = torch.erf(torch.from_numpy(x.astype(np.float64))).numpy().astype(F32)
-        distance = np.abs(erf32(x, small, large).view(np.int32).astype(np.int64)
-                          - reference.view(np.int32).astype(np.int64))
+        reference = torch.erf(torch.from_numpy(x.astype(np.float64))).float()
+        distance = ulp_distance(torch.from_numpy(erf32(x, small, large)), reference).numpy()
         if distance.max() > worst:
             worst, worst_x = int(distance.max()), float(x[distance.argmax()])
     print(f"largest distance from the correctly rounded erf on [0, 4.5]: {worst} ulp "
